@@ -1,0 +1,155 @@
+"""Abstract values: what tracing knows about an array (shape, dtype, weak type).
+
+`get_aval` maps any value a transformation may see (NumPy arrays and scalars,
+Python scalars, tracers, and array types registered by higher layers) to its
+`ShapedArray`. Unknown types get an error that names the type.
+
+>>> import numpy as np
+>>> get_aval(np.ones((5, 10), np.float32)).str_short()
+'f32[5,10]'
+>>> get_aval(2.0)
+ShapedArray(float32[], weak_type=True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from lamella.core import dtypes
+
+
+class ShapedArray:
+    """The abstract value of an array: `ShapedArray((3,), np.float32)`."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+    array_abstraction_level = 1
+
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> ShapedArray:
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def to_tangent_aval(self) -> ShapedArray:
+        """The aval of this value's tangents: same shape, float0 for integers."""
+        return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type)
+
+    def str_short(self, short_dtypes: bool = True) -> str:
+        name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
+        return f"{name}[{','.join(map(str, self.shape))}]"
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d array)")
+        return self.shape[0]
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array, e.g. to trace without data.
+
+    >>> ShapeDtypeStruct((2, 3), np.float32)
+    ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+    """
+
+    __slots__ = ("shape", "dtype", "sharding", "weak_type")
+
+    def __init__(self, shape: Sequence[int], dtype: Any, *, sharding: Any = None,
+                 weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.sharding = sharding
+        self.weak_type = weak_type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+
+def _aval_of_numpy(x: np.ndarray | np.generic) -> ShapedArray:
+    return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
+
+
+def _aval_of_python_scalar(x: Any) -> ShapedArray:
+    return ShapedArray((), dtypes.python_scalar_dtype(x), dtypes.is_weakly_typed(x))
+
+
+def _aval_of_struct(x: ShapeDtypeStruct) -> ShapedArray:
+    return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type)
+
+
+pytype_aval_mappings: dict[type, Callable[[Any], ShapedArray]] = {
+    np.ndarray: _aval_of_numpy,
+    bool: _aval_of_python_scalar,
+    int: _aval_of_python_scalar,
+    float: _aval_of_python_scalar,
+    complex: _aval_of_python_scalar,
+    ShapeDtypeStruct: _aval_of_struct,
+}
+"""How each concrete type maps to its aval; higher layers add their Array type."""
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The abstract value of `x`; raises TypeError for non-array values."""
+    handler = pytype_aval_mappings.get(type(x))
+    if handler is not None:
+        return handler(x)
+    aval = getattr(x, "aval", None)  # tracers, and any array type that carries one
+    if isinstance(aval, ShapedArray):
+        return aval
+    if isinstance(x, np.generic):
+        return _aval_of_numpy(x)
+    for base in type(x).__mro__[1:]:
+        handler = pytype_aval_mappings.get(base)
+        if handler is not None:
+            return handler(x)
+    raise TypeError(f"Value {x!r} of type {type(x)} is not a valid lamella type: "
+                    "expected an array, a NumPy scalar or a Python bool/int/float/complex.")
+
+
+def is_array_like(x: Any) -> bool:
+    """Whether `get_aval` accepts `x`."""
+    try:
+        get_aval(x)
+    except TypeError:
+        return False
+    return True
+
+
+def zeros_value(aval: ShapedArray) -> np.ndarray:
+    """A concrete NumPy array of zeros with the aval's shape and dtype."""
+    return np.zeros(aval.shape, aval.dtype)

@@ -1,0 +1,49 @@
+"""`make_jaxpr` and `eval_shape`: trace a function without running it.
+
+>>> import numpy as np
+>>> from lamella.core.structural import reduce_sum
+>>> print(make_jaxpr(lambda x: reduce_sum(x, (0,)))(np.ones(5, np.float32)))
+{ lambda ; a:f32[5]. let b:f32[] = reduce_sum[axes=(0,)] a in (b,) }
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lamella.core.jaxpr import ClosedJaxpr
+from lamella.core.jit import JitFunction, _out_info
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               return_shape: bool = False) -> Callable[..., Any]:
+    """A function that returns `fun`'s jaxpr for the given example arguments.
+
+    Arguments may be arrays or `ShapeDtypeStruct`s; `static_argnums` are passed
+    to `fun` as Python values. With `return_shape=True` it also returns the
+    output shapes as a pytree of `ShapeDtypeStruct`.
+    """
+    traced = JitFunction(fun, static_argnums=static_argnums, traced_for="make_jaxpr")
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs) -> ClosedJaxpr | tuple[ClosedJaxpr, Any]:
+        entry, _ = traced._prepare(args, kwargs)
+        traced.clear_cache()
+        if return_shape:
+            return entry.closed, _out_info(entry)
+        return entry.closed
+
+    return make
+
+
+def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
+    """The shapes and dtypes `fun` would return, as a pytree of `ShapeDtypeStruct`.
+
+    >>> import numpy as np
+    >>> from lamella.core import ShapeDtypeStruct
+    >>> from lamella.core.structural import reduce_sum
+    >>> eval_shape(lambda x: reduce_sum(x, (1,)), ShapeDtypeStruct((2, 3), np.float32))
+    ShapeDtypeStruct(shape=(2,), dtype=float32)
+    """
+    return JitFunction(fun, traced_for="eval_shape").eval_shape(*args, **kwargs)

@@ -1,0 +1,80 @@
+"""Where in the user's code an operation came from.
+
+Each staged equation records the first stack frame outside lamella, so that
+errors and printed jaxprs can point at the user's line. When a jaxpr is
+re-traced by a transformation, the original equation's location is carried
+over instead of pointing into lamella's interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import NamedTuple
+
+
+class SourceInfo(NamedTuple):
+    filename: str
+    lineno: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno} ({self.function})"
+
+
+_internal_dirs: list[str] = []
+_is_internal_cache: dict[str, bool] = {}
+_state = threading.local()
+
+
+def register_internal_path(directory: str) -> None:
+    """Marks a package directory as lamella's own, skipped when finding user frames."""
+    _internal_dirs.append(os.path.join(os.path.abspath(directory), ""))
+    _is_internal_cache.clear()
+
+
+register_internal_path(os.path.dirname(__file__))
+
+
+def _is_internal(filename: str) -> bool:
+    internal = _is_internal_cache.get(filename)
+    if internal is None:
+        path = os.path.abspath(filename)
+        internal = any(path.startswith(d) for d in _internal_dirs)
+        _is_internal_cache[filename] = internal
+    return internal
+
+
+def user_frame(skip: int = 1) -> SourceInfo | None:
+    """The innermost frame outside lamella, or the carried-over location."""
+    carried = getattr(_state, "carried", None)
+    if carried is not None:
+        return carried
+    frame = sys._getframe(skip)
+    while frame is not None:
+        code = frame.f_code
+        if not _is_internal(code.co_filename):
+            return SourceInfo(code.co_filename, frame.f_lineno, code.co_name)
+        frame = frame.f_back
+    return None
+
+
+class carry_source_info:
+    """Within this block, new equations take `info` as their location."""
+
+    __slots__ = ("info", "previous")
+
+    def __init__(self, info: SourceInfo | None):
+        self.info = info
+
+    def __enter__(self) -> None:
+        self.previous = getattr(_state, "carried", None)
+        _state.carried = self.info if self.info is not None else self.previous
+
+    def __exit__(self, *exc) -> None:
+        _state.carried = self.previous
+
+
+def describe(info: SourceInfo | None) -> str:
+    return str(info) if info is not None else "<unknown location>"

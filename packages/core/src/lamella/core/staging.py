@@ -1,0 +1,215 @@
+"""The staging trace: runs a Python function on tracers and records a jaxpr.
+
+Each primitive applied to a staging tracer becomes an equation; values that are
+not this trace's own (NumPy arrays, Python scalars, tracers of enclosing
+transformations) become constants: scalars inline as literals, the rest as
+constvars. Higher-order callers hoist tracer constants into explicit arguments
+(`hoist_tracer_consts`) so the enclosing transformation sees them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from lamella.core.avals import ShapedArray, get_aval
+from lamella.core.jaxpr import (
+    NO_EFFECTS,
+    ClosedJaxpr,
+    DebugInfo,
+    Jaxpr,
+    JaxprEqn,
+    Literal,
+    Var,
+    literal_if_scalar,
+)
+from lamella.core.source_info import describe, user_frame
+from lamella.core.trace import Trace, Tracer, check_foreign_tracer, set_current_trace
+
+
+class JaxprTracer(Tracer):
+    """A value being staged: it stands for a variable of the jaxpr under construction."""
+
+    __slots__ = ("var",)
+
+    def __init__(self, trace: StagingTrace, var: Var):
+        self._trace = trace
+        self.var = var
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self.var.aval
+
+    def _origin(self) -> str:
+        return self._trace.origin_of(self.var)
+
+
+class StagingTrace(Trace):
+    """Records every primitive applied to its tracers as a jaxpr equation."""
+
+    def __init__(self, debug_info: DebugInfo | None = None):
+        self.eqns: list[JaxprEqn] = []
+        self.invars: list[Var] = []
+        self.constvars: list[Var] = []
+        self.consts: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+        self.debug_info = debug_info
+        if debug_info is not None:
+            self.description = f"{debug_info.traced_for} of {debug_info.func_name}"
+        else:
+            self.description = "staging into a jaxpr"
+
+    def new_arg(self, aval: ShapedArray) -> JaxprTracer:
+        var = Var(aval)
+        self.invars.append(var)
+        return JaxprTracer(self, var)
+
+    def to_atom(self, x: Any) -> Var | Literal:
+        if isinstance(x, JaxprTracer) and x._trace is self:
+            return x.var
+        if isinstance(x, Tracer):
+            check_foreign_tracer(x)
+            return self._const_var(x, x.aval)
+        aval = get_aval(x)
+        literal = literal_if_scalar(x, aval)
+        if literal is not None:
+            return literal
+        if isinstance(x, np.ndarray) and x.dtype != aval.dtype:
+            x = x.astype(aval.dtype)
+        return self._const_var(x, aval)
+
+    def _const_var(self, x: Any, aval: ShapedArray) -> Var:
+        var = self._const_ids.get(id(x))
+        if var is None:
+            var = self._const_ids[id(x)] = Var(aval)
+            self.constvars.append(var)
+            self.consts.append(x)  # keeps x alive, so its id stays unique
+        return var
+
+    def process_primitive(self, primitive, args, params):
+        invars = [self.to_atom(x) for x in args]
+        source = user_frame(2)
+        try:
+            out = primitive.abstract_eval(*[v.aval for v in invars], **params)
+        except (TypeError, ValueError) as e:
+            raise _with_location(e, primitive, source) from None
+        if primitive.multiple_results:
+            outvars = [Var(aval) for aval in out]
+            self.eqns.append(JaxprEqn(invars, outvars, primitive, params, NO_EFFECTS, source))
+            return [JaxprTracer(self, v) for v in outvars]
+        outvar = Var(out)
+        self.eqns.append(JaxprEqn(invars, [outvar], primitive, params, NO_EFFECTS, source))
+        return JaxprTracer(self, outvar)
+
+    def process_custom_jvp_call(self, primitive, fun, jvp, args, symbolic_zeros):
+        from lamella.core.custom_derivatives import jvp_ignoring_consts
+        closed, consts = trace_subjaxpr(fun, [self._aval(x) for x in args])
+        params = dict(call_jaxpr=closed, jvp_jaxpr_fun=jvp_ignoring_consts(jvp, len(consts)),
+                      num_consts=len(consts), symbolic_zeros=symbolic_zeros)
+        return self.process_primitive(primitive, (*consts, *args), params)
+
+    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, args, out_trees, symbolic_zeros):
+        from lamella.core.custom_derivatives import bwd_ignoring_consts, fwd_ignoring_consts
+        closed, consts = trace_subjaxpr(fun, [self._aval(x) for x in args])
+        n = len(consts)
+        params = dict(call_jaxpr=closed, fwd_jaxpr_thunk=fwd_ignoring_consts(fwd, n),
+                      bwd=bwd_ignoring_consts(bwd, n), num_consts=n, out_trees=out_trees,
+                      symbolic_zeros=symbolic_zeros)
+        return self.process_primitive(primitive, (*consts, *args), params)
+
+    def _aval(self, x: Any) -> ShapedArray:
+        return x.aval if isinstance(x, Tracer) else get_aval(x)
+
+    def to_jaxpr(self, outs: Sequence[Any]) -> tuple[Jaxpr, list[Any]]:
+        """Finishes the trace: the jaxpr with outputs `outs`, and its consts."""
+        outvars = [self.to_atom(x) for x in outs]
+        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, NO_EFFECTS,
+                      self.debug_info)
+        self.invalidate()
+        return jaxpr, self.consts
+
+    def origin_of(self, var: Var) -> str:
+        """Explains which arguments of the traced function a variable depends on."""
+        info = self.debug_info
+        where = ""
+        if info is not None:
+            src = f" at {info.func_src}" if info.func_src else ""
+            where = f"The error occurred while tracing the function {info.func_name}{src} " \
+                    f"for {info.traced_for}. "
+        if var in self.constvars:
+            return where + "The value is closed over by the traced function."
+        args = self._progenitor_args(var)
+        if not args:
+            return where + "The value does not depend on the function's arguments; " \
+                           "it was computed with traced operations."
+        names = info.arg_names if info is not None and info.arg_names else None
+        labels = [names[i] if names and i < len(names) else f"argument {i}" for i in args]
+        return where + f"The value depends on {', '.join(f'`{n}`' for n in labels)}."
+
+    def _progenitor_args(self, var: Var) -> list[int]:
+        needed = {var}
+        for eqn in reversed(self.eqns):
+            if any(v in needed for v in eqn.outvars):
+                needed.update(v for v in eqn.invars if isinstance(v, Var))
+        return [i for i, v in enumerate(self.invars) if v in needed]
+
+
+def _with_location(error: Exception, primitive, source) -> Exception:
+    message = f"{error} (in primitive '{primitive.name}' applied at {describe(source)})"
+    if getattr(error, "_lamella_located", False):
+        return error
+    try:
+        new = type(error)(message)
+    except Exception:
+        error.add_note(message)
+        new = error
+    new._lamella_located = True
+    return new
+
+
+def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray],
+                   debug_info: DebugInfo | None = None) -> tuple[Jaxpr, list[Any]]:
+    """Traces a function of flat arrays returning a flat sequence into (jaxpr, consts)."""
+    trace = StagingTrace(debug_info)
+    args = [trace.new_arg(aval) for aval in in_avals]
+    try:
+        with set_current_trace(trace):
+            outs = fun(*args)
+        return trace.to_jaxpr(outs)
+    finally:
+        trace.invalidate()
+
+
+def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+    """Turns constvars into leading invars."""
+    return Jaxpr((), [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
+                 jaxpr.effects, jaxpr.debug_info)
+
+
+def hoist_tracer_consts(jaxpr: Jaxpr, consts: Sequence[Any]) -> tuple[ClosedJaxpr, list[Any]]:
+    """Closes a jaxpr over its concrete consts; tracer consts become leading inputs.
+
+    Returns the closed jaxpr and the tracers to pass before the other arguments.
+    """
+    is_tracer = [isinstance(c, Tracer) for c in consts]
+    if not any(is_tracer):
+        return ClosedJaxpr(jaxpr, consts), []
+    hoisted_vars = [v for v, t in zip(jaxpr.constvars, is_tracer) if t]
+    kept_vars = [v for v, t in zip(jaxpr.constvars, is_tracer) if not t]
+    new = Jaxpr(kept_vars, [*hoisted_vars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
+                jaxpr.effects, jaxpr.debug_info)
+    return (ClosedJaxpr(new, [c for c, t in zip(consts, is_tracer) if not t]),
+            [c for c, t in zip(consts, is_tracer) if t])
+
+
+def trace_subjaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray]
+                   ) -> tuple[ClosedJaxpr, list[Any]]:
+    """Traces a function for a higher-order primitive's body.
+
+    All constants become explicit leading inputs, so the body is a closed jaxpr
+    with no consts and the enclosing trace sees every value the body uses.
+    """
+    jaxpr, consts = trace_to_jaxpr(fun, in_avals)
+    return ClosedJaxpr(convert_constvars_jaxpr(jaxpr), []), consts

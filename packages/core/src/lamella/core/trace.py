@@ -1,0 +1,219 @@
+"""Traces and tracers: how primitives are interpreted.
+
+Every `Primitive.bind` goes to the *current trace*. A transformation (jvp,
+vmap, staging into a jaxpr) installs its trace as current while the user's
+function runs; each trace unwraps its own tracers, applies its rule, and binds
+the rule's operations on its *parent* trace, the one current before it. At the
+bottom, `EvalTrace` calls the primitive's `impl`.
+
+A trace treats a tracer that is not its own as a constant of the enclosing
+computation and passes it down unchanged. That is what keeps nested
+transformations apart: `grad` of a function that closes over an outer `grad`'s
+tracer differentiates only with respect to its own input. Traces that share a
+`tag` are the same transformation seen through several sub-computations.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from lamella.core import dtypes
+from lamella.core.avals import ShapedArray, get_aval
+from lamella.core.errors import (
+    ConcretizationTypeError,
+    TracerArrayConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+
+
+class Trace:
+    """Base class: interprets primitives applied to this trace's tracers."""
+
+    is_alive = True
+    description = "a transformation"  # e.g. "jvp of f", used in error messages
+
+    def process_primitive(self, primitive, args: tuple, params: dict):
+        raise NotImplementedError(f"{type(self).__name__} does not interpret primitives")
+
+    def process_custom_jvp_call(self, primitive, fun, jvp, args, symbolic_zeros):
+        raise NotImplementedError(f"{type(self).__name__} does not handle custom_jvp")
+
+    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, args, out_trees, symbolic_zeros):
+        raise NotImplementedError(f"{type(self).__name__} does not handle custom_vjp")
+
+    def invalidate(self) -> None:
+        """Marks the trace finished: its tracers may no longer be used."""
+        self.is_alive = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.description})"
+
+
+class Tracer:
+    """A stand-in for an array while a transformation runs."""
+
+    __slots__ = ("_trace",)
+    __array_priority__ = 1000
+
+    def __init__(self, trace: Trace):
+        self._trace = trace
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def to_concrete_value(self) -> Any:
+        """The concrete value behind this tracer, or None when it is abstract."""
+        return None
+
+    def _origin(self) -> str:
+        """Why this value is abstract, for error messages."""
+        return f"It was created by {self._trace.description}."
+
+    def _concrete(self, conversion: str) -> Any:
+        value = self.to_concrete_value()
+        if value is None:
+            raise ConcretizationTypeError(
+                f"Abstract tracer value encountered where a concrete value is expected: "
+                f"a traced array of type {self.aval.str_short()} was passed to `{conversion}`. "
+                f"{self._origin()} Python control flow and conversions can't depend on "
+                "traced values: use lamella.lax.cond/while_loop/select for data-dependent "
+                "control flow, or mark the argument static (jit's static_argnums / "
+                "static_argnames).")
+        return value
+
+    def __bool__(self) -> bool:
+        return bool(self._concrete("bool"))
+
+    def __int__(self) -> int:
+        return int(self._concrete("int"))
+
+    def __float__(self) -> float:
+        return float(self._concrete("float"))
+
+    def __complex__(self) -> complex:
+        return complex(self._concrete("complex"))
+
+    def __index__(self) -> int:
+        value = self.to_concrete_value()
+        if value is None:
+            raise TracerIntegerConversionError(
+                f"A traced array of type {self.aval.str_short()} was used as a Python integer "
+                f"(an index, a size or a `range` bound). {self._origin()} Pass the value as a "
+                "static argument (static_argnums / static_argnames) or use lamella.lax's "
+                "dynamic_slice / fori_loop.")
+        return int(value)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(
+            f"A traced array of type {self.aval.str_short()} was converted to a NumPy array "
+            f"(np.asarray, np.array or a NumPy function). {self._origin()} NumPy can't operate "
+            "on traced values: use lamella.numpy (or lamella.lax) inside transformed functions, "
+            "or move the NumPy code outside them.")
+
+    def __len__(self) -> int:
+        return len(self.aval)
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+
+def escaped_tracer_error(tracer: Tracer) -> UnexpectedTracerError:
+    trace = tracer._trace
+    state = "has already finished" if not trace.is_alive else "is not active in this context"
+    return UnexpectedTracerError(
+        f"Encountered an unexpected tracer: a {type(tracer).__name__} of type "
+        f"{tracer.aval.str_short()} created by {trace.description}, which {state}. "
+        "A transformed function leaked an intermediate value (stored it in a global, an "
+        "attribute or a list outside the function) and it was used after the transformation "
+        "ended. Return values from the function explicitly instead of storing them.")
+
+
+def check_foreign_tracer(x: Tracer) -> None:
+    """Raises if a tracer that belongs to another trace has outlived its trace."""
+    if not x._trace.is_alive:
+        raise escaped_tracer_error(x)
+
+
+class EvalTrace(Trace):
+    """The bottom of every stack: applies `impl` to concrete values."""
+
+    description = "evaluation"
+
+    def process_primitive(self, primitive, args, params):
+        impl = primitive.impl
+        if impl is None:
+            raise NotImplementedError(
+                f"Evaluation rule (impl) for primitive '{primitive.name}' not implemented: "
+                f"define it with {primitive.name}_p.def_impl(...).")
+        return impl(*map(_concrete_input, args), **params)
+
+    def process_custom_jvp_call(self, primitive, fun, jvp, args, symbolic_zeros):
+        return fun(*args)
+
+    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, args, out_trees, symbolic_zeros):
+        return fun(*args)
+
+
+def _concrete_input(x: Any) -> Any:
+    if isinstance(x, Tracer):
+        raise escaped_tracer_error(x)
+    if type(x) is np.ndarray:
+        dtype = dtypes.canonicalize_dtype(x.dtype)
+        if dtype != x.dtype:
+            return x.astype(dtype)
+    return x
+
+
+eval_trace = EvalTrace()
+
+
+class _TraceState(threading.local):
+    def __init__(self) -> None:
+        self.trace: Trace = eval_trace
+
+
+_state = _TraceState()
+
+
+def current_trace() -> Trace:
+    """The trace that a `bind` right now would go to."""
+    return _state.trace
+
+
+class set_current_trace:
+    """Makes `trace` current inside a `with` block."""
+
+    __slots__ = ("trace", "previous")
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+
+    def __enter__(self) -> Trace:
+        self.previous = _state.trace
+        _state.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc) -> None:
+        _state.trace = self.previous
+
+
+def concrete_value(x: Any) -> Any:
+    """`x` as a concrete value if it has one (a tracer may know it), else None."""
+    if isinstance(x, Tracer):
+        return x.to_concrete_value()
+    return x
+
+
+def aval_of(x: Any) -> ShapedArray:
+    return x.aval if isinstance(x, Tracer) else get_aval(x)

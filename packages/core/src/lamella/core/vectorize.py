@@ -1,0 +1,147 @@
+"""`vmap`: vectorize a function over an axis of its inputs.
+
+>>> import numpy as np
+>>> from lamella.core.structural import reduce_sum
+>>> row_sums = vmap(lambda row: reduce_sum(row, (0,)))
+>>> row_sums(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+array([ 3., 12.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from lamella.core.batching import AxisData, BatchTrace, matchaxis, not_mapped
+from lamella.core.jit import flatten_outputs, fun_name
+from lamella.core.trace import aval_of, current_trace, set_current_trace
+from lamella.core.tree_util import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
+
+
+def _is_axis_leaf(x: Any) -> bool:
+    return x is None
+
+
+def flatten_axes(what: str, tree: PyTreeDef, axes: Any) -> list[int | None]:
+    """Broadcasts an axis spec, a pytree prefix of the values, to one entry per leaf."""
+    axis_leaves, axis_tree = tree_flatten(axes, is_leaf=_is_axis_leaf)
+    for a in axis_leaves:
+        if a is not None and not isinstance(a, int):
+            raise TypeError(f"{what} must be ints or None, got {a!r} of type "
+                            f"{type(a).__name__} in {axes!r}")
+    dummy = tree_unflatten(tree, [object()] * tree.num_leaves)
+    try:
+        subtrees = axis_tree.flatten_up_to(dummy)
+    except (ValueError, TypeError):
+        raise ValueError(f"{what} specification must be a tree prefix of the corresponding "
+                         f"value, got specification {axes!r} for value tree {tree}.") from None
+    flat = []
+    for axis, subtree in zip(axis_leaves, subtrees):
+        flat += [axis] * tree_structure(subtree).num_leaves
+    return flat
+
+
+def _size_error(name: str, leaves, dims, arg_names) -> ValueError:
+    lines = []
+    for x, d, label in zip(leaves, dims, arg_names):
+        if d is not None:
+            aval = aval_of(x)
+            lines.append(f"  axis {d} of {label} of type {aval.str_short()} has size "
+                         f"{aval.shape[d]}")
+    return ValueError(f"vmap of {name} got inconsistent sizes for the array axes to be "
+                      "mapped:\n" + "\n".join(lines))
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
+         axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable:
+    """Vectorizes `fun` over axis `in_axes` of its arguments, stacking outputs on `out_axes`.
+
+    `in_axes` is an int, None (not mapped), or a tuple with one entry per
+    positional argument, each a pytree prefix of that argument; keyword
+    arguments are always mapped over axis 0. `axis_name` names the axis for
+    collectives.
+
+    >>> import numpy as np
+    >>> from lamella.core.structural import add_any_p
+    >>> add = vmap(add_any_p.bind, in_axes=(0, None))
+    >>> add(np.ones((2, 3), np.float32), np.arange(3, dtype=np.float32))
+    array([[1., 2., 3.],
+           [1., 2., 3.]], dtype=float32)
+    """
+    if isinstance(in_axes, list):
+        raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                        f"to the positional arguments of the function, but got the list "
+                        f"{in_axes!r}; use a tuple.")
+    name = fun_name(fun)
+
+    @functools.wraps(fun)
+    def vmapped(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes must be an int, None, or a tuple with one entry per "
+                             f"positional argument, but got len(in_axes)={len(in_axes)} for "
+                             f"{len(args)} positional arguments to {name}.")
+        flat, in_tree = tree_flatten((args, kwargs))
+        arg_axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        dims = flatten_axes("vmap in_axes", in_tree, (arg_axes, {k: 0 for k in kwargs}))
+        labels = _leaf_labels(args, kwargs)
+        for i, (x, d) in enumerate(zip(flat, dims)):
+            if d is None:
+                continue
+            ndim = aval_of(x).ndim
+            if not -ndim <= d < ndim:
+                raise ValueError(
+                    f"vmap was requested to map {labels[i]} of {name} along axis {d}, which "
+                    f"implies that its rank should be at least {d + 1 if d >= 0 else -d}, but "
+                    f"its type is {aval_of(x).str_short()}.")
+            dims[i] = d % ndim
+        sizes = {aval_of(x).shape[d] for x, d in zip(flat, dims) if d is not None}
+        if axis_size is not None:
+            sizes.add(axis_size)
+        if not sizes:
+            raise ValueError(f"vmap of {name} must have at least one non-None value in "
+                             "in_axes, or an axis_size.")
+        if len(sizes) > 1:
+            if axis_size is not None and len(sizes - {axis_size}) == 1:
+                raise ValueError(f"vmap of {name} got axis_size={axis_size}, but the mapped "
+                                 f"axes have size {(sizes - {axis_size}).pop()}.")
+            raise _size_error(name, flat, dims, labels)
+        size = sizes.pop()
+        trace = BatchTrace(current_trace(), object(), AxisData(axis_name, size, spmd_axis_name),
+                           f"vmap of {name}")
+        try:
+            batched_args, batched_kwargs = tree_unflatten(in_tree, map(trace.wrap, flat, dims))
+            with set_current_trace(trace):
+                outs = fun(*batched_args, **batched_kwargs)
+            flat_outs, out_tree = flatten_outputs(outs, f"vmapped {name}")
+            out_dims = flatten_axes("vmap out_axes", out_tree, out_axes)
+            results = []
+            for out, target in zip(flat_outs, out_dims):
+                val, dim = trace.to_batch_info(out)
+                if target is None:
+                    if dim is not not_mapped:
+                        raise ValueError(f"vmap of {name} has an output batched along the "
+                                         "mapped axis, but out_axes is None for it.")
+                    results.append(val)
+                    continue
+                rank = aval_of(val).ndim + (dim is not_mapped)
+                if not -rank <= target < rank:
+                    raise ValueError(f"vmap out_axes={target} is out of range for an output of "
+                                     f"rank {rank - 1} (plus the mapped axis).")
+                results.append(matchaxis(size, dim, target % rank, val))
+        finally:
+            trace.invalidate()
+        return tree_unflatten(out_tree, results)
+
+    return vmapped
+
+
+def _leaf_labels(args, kwargs) -> list[str]:
+    from lamella.core.tree_util import keystr, tree_flatten_with_path
+    labels = []
+    for i, arg in enumerate(args):
+        labels += [f"argument {i}{keystr(p)}" for p, _ in tree_flatten_with_path(arg)[0]]
+    for key in sorted(kwargs):
+        labels += [f"argument {key}{keystr(p)}" for p, _ in
+                   tree_flatten_with_path(kwargs[key])[0]]
+    return labels
