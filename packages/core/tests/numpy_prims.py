@@ -32,9 +32,18 @@ def _broadcast_shapes(*avals: ShapedArray) -> tuple[int, ...]:
                         + " ".join(str(a.shape) for a in avals)) from None
 
 
+_KIND_ORDER = "biufc"
+
+
 def _result_dtype(*avals: ShapedArray):
+    """NumPy promotion among strongly typed operands; a weakly typed Python scalar only
+    lifts the result to its kind (int * 2.0 is float), as in JAX."""
     strong = [a.dtype for a in avals if not a.weak_type]
-    return np.result_type(*(strong or [a.dtype for a in avals]))
+    result = np.result_type(*(strong or [a.dtype for a in avals]))
+    for a in avals:
+        if a.weak_type and _KIND_ORDER.index(a.dtype.kind) > _KIND_ORDER.index(result.kind):
+            result = a.dtype
+    return result
 
 
 def unbroadcast(ct, aval: ShapedArray):

@@ -26,7 +26,7 @@ import numpy as np
 from lamella.core import dtypes
 from lamella.core.avals import ShapedArray
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, jaxpr_as_fun
-from lamella.core.source_info import carry_source_info, describe
+from lamella.core.source_info import call_site, carry_source_info, describe
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import (
     Trace,
@@ -159,7 +159,7 @@ class JVPTrace(Trace):
                 f"Differentiation rule (JVP) for primitive '{primitive.name}' not implemented: "
                 f"register one in ad.primitive_jvps[{primitive.name}_p] (or use ad.defjvp / "
                 "ad.deflinear) to differentiate through it.")
-        with set_current_trace(self.parent):
+        with set_current_trace(self.parent), call_site():
             primal_out, tangent_out = rule(primals, tangents, **params)
         if primitive.multiple_results:
             for p, t in zip(primal_out, tangent_out):

@@ -195,8 +195,9 @@ def _argnums_tuple(argnums: int | Sequence[int]) -> tuple[int, ...]:
 
 def _dyn_args(what: str, args: tuple, argnums: tuple[int, ...]):
     if any(i >= len(args) or i < -len(args) for i in argnums):
+        needed = max(i + 1 if i >= 0 else -i for i in argnums)
         raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
-                        f"{max(argnums) + 1} positional arguments to be passed by the caller, "
+                        f"{needed} positional arguments to be passed by the caller, "
                         f"but got only {len(args)} positional arguments.")
     argnums = tuple(i % len(args) for i in argnums)
 
@@ -244,7 +245,9 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     def value_and_grad_f(*args, **kwargs):
         dyn, with_dyn = _dyn_args("grad", args, nums)
         _check_input_dtypes("grad", holomorphic, allow_int, dyn)
-        lin = _Linearized(lambda *d: fun(*with_dyn(*d), **kwargs), dyn, has_aux, "grad")
+        # wraps: errors and descriptions name `fun`, not this lambda.
+        with_args = functools.wraps(fun)(lambda *d: fun(*with_dyn(*d), **kwargs))
+        lin = _Linearized(with_args, dyn, has_aux, "grad")
         if lin.out_tree.num_leaves != 1 or lin.out_tree != tree_flatten(0.0)[1]:
             raise TypeError(f"Gradient only defined for scalar-output functions: {name} "
                             f"returned a value with structure {lin.out_tree}.")
@@ -362,7 +365,9 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jacfun(*args, **kwargs):
         dyn, with_dyn = _dyn_args("jacrev", args, nums)
         _check_input_dtypes("jacrev", holomorphic, allow_int, dyn)
-        lin = _Linearized(lambda *d: fun(*with_dyn(*d), **kwargs), dyn, has_aux, "jacrev")
+        # wraps: errors and descriptions name `fun`, not this lambda.
+        with_args = functools.wraps(fun)(lambda *d: fun(*with_dyn(*d), **kwargs))
+        lin = _Linearized(with_args, dyn, has_aux, "jacrev")
         in_avals = lin.in_avals
         rows = []  # rows[j][i]: d out_j / d in_i, shaped (size_j, *in_i.shape)
         for j, out_aval in enumerate(lin.out_avals):

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from lamella.core.avals import ShapedArray
 from lamella.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from lamella.core.source_info import call_site
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import (
     Trace,
@@ -96,7 +97,7 @@ class BatchTrace(Trace):
         if all(d is not_mapped for d in dims):
             with set_current_trace(self.parent):
                 return primitive.bind(*vals, **params)
-        with set_current_trace(self.parent):
+        with set_current_trace(self.parent), call_site():
             fancy = fancy_primitive_batchers.get(primitive)
             if fancy is not None:
                 out, out_dims = fancy(self.axis_data, vals, dims, **params)
@@ -130,11 +131,9 @@ class BatchTrace(Trace):
 
     def process_custom_jvp_call(self, primitive, fun, jvp, args, symbolic_zeros):
         from lamella.core.ad import Zero
-        vals, dims = zip(*map(self.to_batch_info, args))
-        if all(d is not_mapped for d in dims):
-            with set_current_trace(self.parent):
-                return self.parent.process_custom_jvp_call(primitive, fun, jvp, vals,
-                                                           symbolic_zeros)
+        vals, dims = zip(*map(self.to_batch_info, args)) if args else ((), ())
+        # Even with no batched argument the function may close over this trace's
+        # tracers, so it always runs batched (its outputs batched at axis 0).
         size = self.axis_data.size
 
         def batched_jvp(primals, tangents):
@@ -158,12 +157,8 @@ class BatchTrace(Trace):
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, args, out_trees, symbolic_zeros):
         from lamella.core.ad import Zero
-        vals, dims = zip(*map(self.to_batch_info, args))
-        if all(d is not_mapped for d in dims):
-            with set_current_trace(self.parent):
-                return self.parent.process_custom_vjp_call(primitive, fun, fwd, bwd, vals,
-                                                           out_trees, symbolic_zeros)
-        size = self.axis_data.size
+        vals, dims = zip(*map(self.to_batch_info, args)) if args else ((), ())
+        size = self.axis_data.size  # always batched, as for custom_jvp above
 
         def batched_fwd(primals, nonzeros):
             sub = self._subtrace()
@@ -181,8 +176,11 @@ class BatchTrace(Trace):
             with set_current_trace(sub):
                 cts_out = bwd(res_in, cts_in)
             sub.invalidate()
-            return [c if c is None or type(c) is Zero
-                    else matchaxis(size, *sub.to_batch_info(c), d, sum_match=True)
+
+            def to_arg_dim(c, d):  # the argument's batch dim; summed if it has none
+                val, dim = sub.to_batch_info(c)
+                return matchaxis(size, dim, d, val, sum_match=True)
+            return [c if c is None or type(c) is Zero else to_arg_dim(c, d)
                     for c, d in zip(cts_out, dims)]
 
         with set_current_trace(self.parent):

@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from lamella.core import ad
+from lamella.core import ad, batching
 from lamella.core.ad import Zero, instantiate_zeros
 from lamella.core.jaxpr import jaxpr_as_fun
 from lamella.core.jit import flatten_outputs, fun_name
@@ -114,15 +114,18 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
 
 
 ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
+# Batched tangents reach custom_lin only under forward mode (jacfwd, vmap of jvp).
+batching.primitive_batchers[custom_lin_p] = _custom_lin_impl
 
 
 def _resolve_args(fun: Callable, args: tuple, kwargs: dict) -> tuple:
-    """Keyword arguments bound to positions, so rules see one positional tuple."""
-    if not kwargs:
-        return args
+    """Keyword arguments bound to positions and defaults filled in (as JAX does), so
+    rules see one positional tuple whether or not the caller spelled out defaults."""
     try:
         bound = inspect.signature(fun).bind(*args, **kwargs)
     except (TypeError, ValueError) as e:
+        if not kwargs:
+            return args  # no usable signature: the call itself reports bad arguments
         raise TypeError(f"Could not bind the arguments of {fun_name(fun)}: {e}") from None
     bound.apply_defaults()
     if bound.kwargs:

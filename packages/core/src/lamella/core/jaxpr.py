@@ -175,7 +175,7 @@ def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0) -> str:
     names = names or _Names()
     consts = " ".join(map(names.binder, jaxpr.constvars))
     ins = " ".join(map(names.binder, jaxpr.invars))
-    head = f"{{ lambda {consts}{' ' if consts else ''}; {ins}. let"
+    head = f"{{ lambda {consts}; {ins}. let"
     eqns = [_pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
     outs = ", ".join(map(names, jaxpr.outvars))
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
@@ -250,15 +250,18 @@ def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
                                      f"value of type {aval.str_short()}")
         jaxpr = jaxpr.jaxpr
     defined: set[Var] = set()
+    names = _Names()
+    text = pp_jaxpr(jaxpr, names)  # names every variable, so messages match the printout
 
     def define(v: Var, where: str) -> None:
         if v in defined:
-            raise JaxprTypeError(f"Variable {v} defined twice ({where}) in\n{jaxpr}")
+            raise JaxprTypeError(f"Variable {names.binder(v)} defined twice ({where}) in\n{text}")
         defined.add(v)
 
     def read(v: Atom, where: str) -> ShapedArray:
         if isinstance(v, Var) and v not in defined:
-            raise JaxprTypeError(f"Variable {v} used before it is defined ({where}) in\n{jaxpr}")
+            raise JaxprTypeError(f"Variable {names.binder(v)} used before it is defined "
+                                 f"({where}) in\n{text}")
         return v.aval
 
     for v in jaxpr.constvars:
@@ -266,7 +269,7 @@ def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
     for v in jaxpr.invars:
         define(v, "invar")
     for eqn in jaxpr.eqns:
-        where = f"equation `{eqn!r}` from {describe(eqn.source_info)}"
+        where = f"equation `{_pp_eqn(eqn, names, 0)}` from {describe(eqn.source_info)}"
         in_avals = [read(v, where) for v in eqn.invars]
         for sub in eqn.primitive.subjaxprs(eqn.params):
             check_jaxpr(sub)

@@ -25,6 +25,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+import numpy as np
+
 from lamella.core import ad, batching, partial_eval
 from lamella.core.avals import ShapedArray, ShapeDtypeStruct, get_aval
 from lamella.core.config import config
@@ -38,6 +40,7 @@ from lamella.core.tree_util import (
     tree_flatten,
     tree_flatten_with_path,
     tree_map,
+    tree_structure,
     tree_unflatten,
 )
 from lamella.core.util import merge_lists, partition_list
@@ -67,7 +70,7 @@ class InterpreterExecutor:
     name = "interpreter"
 
     def execute(self, closed, args, *, name, donated_invars):
-        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        return _interpret(closed, args)
 
     def lower(self, closed, *, name, donated_invars):
         return InterpretedProgram(closed, name)
@@ -94,16 +97,38 @@ class InterpretedProgram:
         return {"equations": float(len(eqns)), "bytes accessed": float(accessed)}
 
     def __call__(self, *flat_args):
-        return eval_jaxpr(self.closed.jaxpr, self.closed.consts, *flat_args)
+        return _interpret(self.closed, flat_args)
+
+
+def _interpret(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    """Evaluates `closed` on values of the types its jaxpr declares, returning those types.
+
+    NumPy computes Python scalars and float64 scalars in 64 bits; the jaxpr says
+    they are f32 (without x64), as a compiled executor would treat them.
+    """
+    args = [_as_declared(x, aval) for x, aval in zip(args, closed.in_avals)]
+    outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return [_as_declared(x, aval) for x, aval in zip(outs, closed.out_avals)]
+
+
+def _as_declared(x: Any, aval: ShapedArray) -> Any:
+    return x if getattr(x, "dtype", None) == aval.dtype else np.asarray(x, aval.dtype)
 
 
 _executor: list[Executor] = [InterpreterExecutor()]
+_executor_version = [0]  # bumped on registration, so jit functions re-pick their dispatcher
 
 
 def register_executor(executor: Executor) -> Executor:
-    """Makes `executor` run every top-level jit call; returns the previous one."""
+    """Makes `executor` run every top-level jit call; returns the previous one.
+
+    An executor may also offer `fast_dispatch(jit_function) -> callable`, a
+    faster way to call a jit function (lamella.lax serves cache hits from C++);
+    the callable must fall back on `jit_function.call_and_report`.
+    """
     previous = _executor[0]
     _executor[0] = executor
+    _executor_version[0] += 1
     return previous
 
 
@@ -312,6 +337,8 @@ class JitFunction:
         self._cache: OrderedDict = OrderedDict()
         self._name = fun_name(fun)
         self._traced_for = traced_for
+        self._dispatch: Callable | None = None
+        self._dispatch_version = -1
 
     def __repr__(self) -> str:
         return f"<jit-compiled {self._name}>"
@@ -320,12 +347,31 @@ class JitFunction:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
+        if self._dispatch_version != _executor_version[0]:
+            executor = _executor[0]
+            fast = getattr(executor, "fast_dispatch", None)
+            self._dispatch = fast(self) if fast is not None else self._call_python
+            self._dispatch_version = _executor_version[0]
+        return self._dispatch(*args, **kwargs)
+
+    static_argnums = property(lambda self: tuple(sorted(self._static_nums)))
+    static_argnames = property(lambda self: tuple(sorted(self._static_names)))
+    donates = property(lambda self: bool(self._donate_nums or self._donate_names))
+    fun = property(lambda self: self._fun)
+    name = property(lambda self: self._name)
+
+    def _call_python(self, *args, **kwargs):
+        return self.call_and_report(args, kwargs)[0]
+
+    def call_and_report(self, args: tuple, kwargs: dict) -> tuple[Any, _Entry | None, list]:
+        """Calls the function; also returns the traced entry and flat arguments used
+        (None and [] when jit is disabled), for dispatchers that cache calls."""
         if config.read("disable_jit"):
-            return self._fun(*args, **kwargs)
+            return self._fun(*args, **kwargs), None, []
         entry, flat = self._prepare(args, kwargs)
         outs = jit_p.bind(*entry.hoisted, *flat, jaxpr=entry.closed, name=self._name,
                           donated_invars=entry.donated)
-        return tree_unflatten(entry.out_tree, outs)
+        return tree_unflatten(entry.out_tree, outs), entry, flat
 
     def _split_args(self, args, kwargs):
         n = len(args)
@@ -484,8 +530,10 @@ class Compiled:
         flat, in_tree = tree_flatten((args, kwargs))
         expected = entry.closed.in_avals[len(entry.hoisted):]
         problems = []
-        if len(flat) != len(expected):
-            problems.append(f"expected {len(expected)} array arguments, got {len(flat)}")
+        traced_tree = tree_structure(self._traced.args_info)
+        if in_tree != traced_tree:
+            problems.append(f"expected {len(expected)} array arguments with structure "
+                            f"{traced_tree}, got {len(flat)} with structure {in_tree}")
         else:
             for i, (x, want) in enumerate(zip(flat, expected)):
                 got = aval_of(x)

@@ -49,9 +49,9 @@ def _is_internal(filename: str) -> bool:
 def user_frame(skip: int = 1) -> SourceInfo | None:
     """The innermost frame outside lamella, or the carried-over location."""
     carried = getattr(_state, "carried", None)
-    if carried is not None:
+    if isinstance(carried, SourceInfo):
         return carried
-    frame = sys._getframe(skip)
+    frame = sys._getframe(skip) if carried is None else carried
     while frame is not None:
         code = frame.f_code
         if not _is_internal(code.co_filename):
@@ -71,6 +71,24 @@ class carry_source_info:
     def __enter__(self) -> None:
         self.previous = getattr(_state, "carried", None)
         _state.carried = self.info if self.info is not None else self.previous
+
+    def __exit__(self, *exc) -> None:
+        _state.carried = self.previous
+
+
+class call_site:
+    """Within this block, equations that rules emit point at the user's call.
+
+    Only the frame is remembered (cheap); it is walked to the user's line only
+    if something is actually staged. An enclosing location takes precedence.
+    """
+
+    __slots__ = ("previous",)
+
+    def __enter__(self) -> None:
+        self.previous = getattr(_state, "carried", None)
+        if self.previous is None:
+            _state.carried = sys._getframe(1)
 
     def __exit__(self, *exc) -> None:
         _state.carried = self.previous

@@ -28,13 +28,19 @@ from lamella.core.jaxpr import (
 from lamella.core.source_info import describe, user_frame
 from lamella.core.trace import Trace, Tracer, check_foreign_tracer, set_current_trace
 
+const_fold_rules: dict[Any, Callable[..., tuple[Any, ShapedArray] | None]] = {}
+"""Per primitive: `rule(*concrete_args, **params) -> (value, aval)` or None. When
+every operand is concrete the staging trace writes the result as a literal (or
+constant) instead of an equation: e.g. a Python scalar converted to float16."""
+
 
 class JaxprTracer(Tracer):
-    """A value being staged: it stands for a variable of the jaxpr under construction."""
+    """A value being staged: it stands for a variable (or a literal) of the jaxpr
+    under construction."""
 
     __slots__ = ("var",)
 
-    def __init__(self, trace: StagingTrace, var: Var):
+    def __init__(self, trace: StagingTrace, var: Var | Literal):
         self._trace = trace
         self.var = var
 
@@ -89,6 +95,14 @@ class StagingTrace(Trace):
         return var
 
     def process_primitive(self, primitive, args, params):
+        fold = const_fold_rules.get(primitive)
+        if fold is not None and not any(isinstance(x, Tracer) for x in args):
+            folded = fold(*args, **params)
+            if folded is not None:
+                value, aval = folded
+                literal = literal_if_scalar(value, aval)
+                return JaxprTracer(self, literal if literal is not None
+                                   else self._const_var(value, aval))
         invars = [self.to_atom(x) for x in args]
         source = user_frame(2)
         try:
@@ -141,6 +155,9 @@ class StagingTrace(Trace):
         if var in self.constvars:
             return where + "The value is closed over by the traced function."
         args = self._progenitor_args(var)
+        if not args and self._progenitor_args(var, self.constvars):
+            return where + "The value depends on values closed over by the traced function " \
+                           "(such as an enclosing transformation's traced values)."
         if not args:
             return where + "The value does not depend on the function's arguments; " \
                            "it was computed with traced operations."
@@ -148,12 +165,14 @@ class StagingTrace(Trace):
         labels = [names[i] if names and i < len(names) else f"argument {i}" for i in args]
         return where + f"The value depends on {', '.join(f'`{n}`' for n in labels)}."
 
-    def _progenitor_args(self, var: Var) -> list[int]:
+    def _progenitor_args(self, var: Var, inputs: list[Var] | None = None) -> list[int]:
+        """The positions among `inputs` (default: the invars) that `var` depends on."""
         needed = {var}
         for eqn in reversed(self.eqns):
             if any(v in needed for v in eqn.outvars):
                 needed.update(v for v in eqn.invars if isinstance(v, Var))
-        return [i for i, v in enumerate(self.invars) if v in needed]
+        return [i for i, v in enumerate(self.invars if inputs is None else inputs)
+                if v in needed]
 
 
 def _with_location(error: Exception, primitive, source) -> Exception:

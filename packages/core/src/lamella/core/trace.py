@@ -168,7 +168,7 @@ class EvalTrace(Trace):
 def _concrete_input(x: Any) -> Any:
     if isinstance(x, Tracer):
         raise escaped_tracer_error(x)
-    if type(x) is np.ndarray:
+    if type(x) is np.ndarray or isinstance(x, np.generic):
         dtype = dtypes.canonicalize_dtype(x.dtype)
         if dtype != x.dtype:
             return x.astype(dtype)

@@ -27,7 +27,7 @@ def flatten_axes(what: str, tree: PyTreeDef, axes: Any) -> list[int | None]:
     """Broadcasts an axis spec, a pytree prefix of the values, to one entry per leaf."""
     axis_leaves, axis_tree = tree_flatten(axes, is_leaf=_is_axis_leaf)
     for a in axis_leaves:
-        if a is not None and not isinstance(a, int):
+        if a is not None and (not isinstance(a, int) or isinstance(a, bool)):
             raise TypeError(f"{what} must be ints or None, got {a!r} of type "
                             f"{type(a).__name__} in {axes!r}")
     dummy = tree_unflatten(tree, [object()] * tree.num_leaves)
@@ -69,10 +69,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     array([[1., 2., 3.],
            [1., 2., 3.]], dtype=float32)
     """
-    if isinstance(in_axes, list):
+    if isinstance(in_axes, (list, dict)):
         raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding "
-                        f"to the positional arguments of the function, but got the list "
-                        f"{in_axes!r}; use a tuple.")
+                        f"to the positional arguments of the function, but got the "
+                        f"{type(in_axes).__name__} {in_axes!r}; use a tuple.")
     name = fun_name(fun)
 
     @functools.wraps(fun)

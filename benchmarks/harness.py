@@ -1,0 +1,66 @@
+"""Timing helpers shared by the benchmarks: medians of repeated runs, and tables."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass
+class Row:
+    name: str
+    lamella_s: float
+    references: dict[str, float | None]  # e.g. {"jax": 1e-5, "numpy": None}
+    unit: str = "us"
+
+
+def median_time(fn: Callable[[], object], repeat: int = 7, number: int | None = None) -> float:
+    """Median seconds per call of `fn`, after one warm-up call."""
+    fn()
+    if number is None:
+        start = time.perf_counter()
+        fn()
+        once = time.perf_counter() - start
+        number = max(1, min(10_000, int(0.05 / max(once, 1e-9))))
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        samples.append((time.perf_counter() - start) / number)
+    return statistics.median(samples)
+
+
+def jax_or_none():
+    """JAX, when the bench session has it installed (for side-by-side figures only)."""
+    try:
+        import jax  # noqa: F401  (benchmarks may import jax to compare)
+    except ImportError:
+        return None
+    return jax
+
+
+_SCALE = {"us": 1e6, "ms": 1e3, "s": 1.0}
+
+
+def print_table(rows: list[Row]) -> None:
+    refs = sorted({k for r in rows for k in r.references})
+    header = ["benchmark", "lamella"] + refs + [f"lamella/{k}" for k in refs]
+    lines = [header]
+    for r in rows:
+        scale = _SCALE[r.unit]
+        cells = [r.name, f"{r.lamella_s * scale:.2f} {r.unit}"]
+        for k in refs:
+            v = r.references.get(k)
+            cells.append("-" if v is None else f"{v * scale:.2f} {r.unit}")
+        for k in refs:
+            v = r.references.get(k)
+            cells.append("-" if not v else f"{r.lamella_s / v:.2f}")
+        lines.append(cells)
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    for i, line in enumerate(lines):
+        print("| " + " | ".join(str(c).ljust(w) for c, w in zip(line, widths)) + " |")
+        if i == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")

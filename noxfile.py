@@ -1,0 +1,81 @@
+"""Sessions: one per package (that package and its declared lamella dependencies
+only), all tests, lint, bench and demo. Lower layers are installed from their
+folders in the same command, never by name from the index."""
+
+import nox
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["lint", "core", "tests"]
+
+PYTHON = "3.11"
+TEST_DEPS = ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6.100"]
+# Each package and the lamella packages it depends on, lowest first.
+LAYERS = {
+    "core": ["core"],
+    "lax": ["core", "lax"],
+}
+
+
+def install_layers(session: nox.Session, package: str) -> None:
+    folders = []
+    for layer in LAYERS[package]:
+        folders += ["-e", f"./packages/{layer}"]
+    session.install(*folders, *TEST_DEPS)
+
+
+def run_package_tests(session: nox.Session, package: str) -> None:
+    session.run("pytest", f"packages/{package}/tests", "--doctest-modules",
+                f"packages/{package}/src", "-n", "auto", "-q", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def core(session: nox.Session) -> None:
+    """lamella-core alone: proves it runs with no jaxlib installed."""
+    install_layers(session, "core")
+    session.run("python", "-c", "import importlib.util, sys; "
+                "sys.exit('jaxlib must not be installed here' if importlib.util.find_spec("
+                "'jaxlib') else 0)")
+    run_package_tests(session, "core")
+
+
+@nox.session(python=PYTHON)
+def lax(session: nox.Session) -> None:
+    """lamella-lax with lamella-core only."""
+    install_layers(session, "lax")
+    run_package_tests(session, "lax")
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Every package installed together: all package tests and the cross-layer tests."""
+    folders = []
+    for package in LAYERS:
+        folders += ["-e", f"./packages/{package}"]
+    session.install(*folders, *TEST_DEPS)
+    session.run("pytest", "tests", *[f"packages/{p}/tests" for p in LAYERS], "--doctest-modules",
+                *[f"packages/{p}/src" for p in LAYERS], "-n", "auto", "-q", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Benchmarks against NumPy and, side by side, JAX (installed here for comparison)."""
+    folders = []
+    for package in LAYERS:
+        folders += ["-e", f"./packages/{package}"]
+    session.install(*folders, "jax==0.10.2")
+    session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    folders = []
+    for package in LAYERS:
+        folders += ["-e", f"./packages/{package}"]
+    session.install(*folders)
+    session.run("python", "demo/demo.py", *session.posargs)

@@ -1,0 +1,182 @@
+"""lamella.lax: primitives with all their rules, StableHLO lowering, the XLA runtime.
+
+Importing it registers the XLA executor with lamella.core, so `jit` compiles
+with XLA and lax primitives applied eagerly run as one-equation XLA programs.
+Names, parameters and semantics follow `jax.lax`.
+
+>>> import lamella.lax as lax
+>>> lax.add(lax.full((3,), 1.0), 2.0)
+Array([3., 3., 3.], dtype=float32)
+"""
+
+import os as _os
+
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # keep jaxlib's info logs quiet
+
+from lamella.core import ShapedArray as _ShapedArray  # noqa: E402
+from lamella.core import avals as _avals  # noqa: E402
+from lamella.core import config as _config  # noqa: E402
+from lamella.core import register_executor as _register_executor  # noqa: E402
+from lamella.core.source_info import register_internal_path as _internal  # noqa: E402
+from lamella.core.structural import broadcast_in_dim, reduce_sum, reshape, stop_gradient, transpose  # noqa: E402
+from lamella.lax import core_lowerings as _core_lowerings  # noqa: E402, F401
+from lamella.lax import runtime as _runtime  # noqa: E402
+from lamella.lax.arithmetic import (  # noqa: E402
+                                     abs,
+                                     abs_p,
+                                     add,
+                                     add_p,
+                                     div,
+                                     div_p,
+                                     integer_pow,
+                                     integer_pow_p,
+                                     max,
+                                     max_p,
+                                     min,
+                                     min_p,
+                                     mul,
+                                     mul_p,
+                                     neg,
+                                     neg_p,
+                                     pow,
+                                     pow_p,
+                                     rem,
+                                     rem_p,
+                                     sign,
+                                     sign_p,
+                                     square,
+                                     sub,
+                                     sub_p,
+)
+from lamella.lax.complex_ops import complex, complex_p, conj, conj_p, imag, imag_p, real, real_p  # noqa: E402
+from lamella.lax.conversion import (  # noqa: E402
+                                     bitcast_convert_type,
+                                     bitcast_convert_type_p,
+                                     convert_element_type,
+                                     convert_element_type_p,
+                                     reduce_precision,
+                                     reduce_precision_p,
+)
+from lamella.lax.executor import XlaExecutor as _XlaExecutor  # noqa: E402
+from lamella.lax.logical import (  # noqa: E402  # noqa: E402
+                                     and_p,
+                                     bitwise_and,
+                                     bitwise_not,
+                                     bitwise_or,
+                                     bitwise_xor,
+                                     clamp,
+                                     clamp_p,
+                                     clz,
+                                     clz_p,
+                                     eq,
+                                     eq_p,
+                                     ge,
+                                     ge_p,
+                                     gt,
+                                     gt_p,
+                                     le,
+                                     le_p,
+                                     lt,
+                                     lt_p,
+                                     ne,
+                                     ne_p,
+                                     not_p,
+                                     or_p,
+                                     population_count,
+                                     population_count_p,
+                                     select,
+                                     select_n,
+                                     select_n_p,
+                                     shift_left,
+                                     shift_left_p,
+                                     shift_right_arithmetic,
+                                     shift_right_arithmetic_p,
+                                     shift_right_logical,
+                                     shift_right_logical_p,
+                                     xor_p,
+)
+from lamella.lax.misc import (  # noqa: E402
+                                     full,
+                                     full_like,
+                                     optimization_barrier,
+                                     optimization_barrier_p,
+                                     zeros_like_array,
+)
+from lamella.lax.rounding import (  # noqa: E402
+                                     RoundingMethod,
+                                     ceil,
+                                     ceil_p,
+                                     floor,
+                                     floor_p,
+                                     is_finite,
+                                     is_finite_p,
+                                     nextafter,
+                                     nextafter_p,
+                                     round,
+                                     round_p,
+)
+from lamella.lax.runtime import (  # noqa: E402
+                                     Array,
+                                     block_until_ready,
+                                     device_count,
+                                     device_get,
+                                     device_put,
+                                     devices,
+)
+from lamella.lax.transcendental import (  # noqa: E402
+                                     acos,
+                                     acos_p,
+                                     acosh,
+                                     acosh_p,
+                                     asin,
+                                     asin_p,
+                                     asinh,
+                                     asinh_p,
+                                     atan,
+                                     atan2,
+                                     atan2_p,
+                                     atan_p,
+                                     atanh,
+                                     atanh_p,
+                                     cbrt,
+                                     cbrt_p,
+                                     cos,
+                                     cos_p,
+                                     cosh,
+                                     cosh_p,
+                                     exp,
+                                     exp2,
+                                     exp2_p,
+                                     exp_p,
+                                     expm1,
+                                     expm1_p,
+                                     log,
+                                     log1p,
+                                     log1p_p,
+                                     log_p,
+                                     logistic,
+                                     logistic_p,
+                                     rsqrt,
+                                     rsqrt_p,
+                                     sin,
+                                     sin_p,
+                                     sinh,
+                                     sinh_p,
+                                     sqrt,
+                                     sqrt_p,
+                                     tan,
+                                     tan_p,
+                                     tanh,
+                                     tanh_p,
+)
+
+__version__ = "0.1.0"
+
+_internal(_os.path.dirname(__file__))
+_runtime.set_aval_factory(lambda shape, dtype, weak_type: _ShapedArray(shape, dtype, weak_type))
+_avals.pytype_aval_mappings[Array] = lambda x: x.aval
+_runtime.set_x64(_config.read("enable_x64"))
+_config.observe("enable_x64", _runtime.set_x64)
+_runtime.set_disable_jit(_config.read("disable_jit"))
+_config.observe("disable_jit", _runtime.set_disable_jit)
+_register_executor(_XlaExecutor())

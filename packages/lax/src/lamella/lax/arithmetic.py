@@ -1,0 +1,260 @@
+"""Arithmetic primitives: neg, sign, abs, add, sub, mul, div, rem, pow,
+integer_pow, max, min, square, each with its shape rule, JVP (or linearity and
+transpose), batching and lowering."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lamella.core import ad
+from lamella.core.trace import aval_of
+from lamella.lax.lowering import constant, hlo
+from lamella.lax.standard import (
+    ANY,
+    COMPLEX,
+    FLOAT,
+    INEXACT,
+    NUMBER,
+    SINT,
+    broadcast_operands,
+    naryop,
+    unop,
+)
+
+
+def _binary(prim):
+    def op(x, y):
+        return prim.bind(*broadcast_operands(prim.name, x, y))
+    op.__name__ = prim.name
+    op.__doc__ = f"Elementwise `{prim.name}` of two arrays of one dtype (lax: no promotion)."
+    return op
+
+
+def _zeros_like(x):
+    return ad.zeros_like_aval(aval_of(x))
+
+
+def _full_like(x, value):
+    from lamella.lax.misc import full_like
+    return full_like(x, value)
+
+
+# --- neg ----------------------------------------------------------------------
+neg_p = unop("neg", NUMBER, hlo.negate)
+
+
+def neg(x):
+    """-x"""
+    return neg_p.bind(x)
+
+
+ad.deflinear(neg_p, lambda ct: [neg(ct)])
+
+# --- sign ---------------------------------------------------------------------
+sign_p = unop("sign", NUMBER, hlo.sign)
+
+
+def sign(x):
+    """-1, 0 or 1 by the sign of x (x/|x| for complex)."""
+    return sign_p.bind(x)
+
+
+ad.defjvp_zero(sign_p)
+
+# --- add, sub -----------------------------------------------------------------
+add_p = naryop("add", NUMBER, hlo.add)
+sub_p = naryop("sub", NUMBER, hlo.subtract)
+add = _binary(add_p)
+sub = _binary(sub_p)
+
+
+def _add_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    return add(x, y), ad.add_tangents(tx, ty)
+
+
+def _sub_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    if type(ty) is not ad.Zero:
+        ty = neg(ty)
+    return sub(x, y), ad.add_tangents(tx, ty)
+
+
+ad.primitive_jvps[add_p] = _add_jvp
+ad.primitive_jvps[sub_p] = _sub_jvp
+ad.primitive_transposes[add_p] = lambda ct, x, y: [
+    ct if ad.is_undefined_primal(x) else None, ct if ad.is_undefined_primal(y) else None]
+ad.primitive_transposes[sub_p] = lambda ct, x, y: [
+    ct if ad.is_undefined_primal(x) else None, neg(ct) if ad.is_undefined_primal(y) else None]
+
+# --- mul ----------------------------------------------------------------------
+mul_p = naryop("mul", NUMBER, hlo.multiply)
+mul = _binary(mul_p)
+ad.defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+
+
+def _mul_transpose(ct, x, y):
+    if ad.is_undefined_primal(x):
+        return [mul(ct, y), None]
+    return [None, mul(x, ct)]
+
+
+ad.primitive_transposes[mul_p] = _mul_transpose
+
+# --- div ----------------------------------------------------------------------
+div_p = naryop("div", NUMBER, hlo.divide)
+div = _binary(div_p)
+ad.defjvp(div_p, lambda t, x, y: div(t, y),
+          lambda t, x, y: mul(neg(t), div(x, mul(y, y))))
+
+
+def _div_transpose(ct, x, y):
+    if ad.is_undefined_primal(y):
+        raise TypeError("div is linear only in its numerator")
+    return [div(ct, y), None]
+
+
+ad.primitive_transposes[div_p] = _div_transpose
+
+# --- rem: the remainder with the sign of the dividend (C fmod) ------------------
+rem_p = naryop("rem", NUMBER, hlo.remainder)
+rem = _binary(rem_p)
+
+
+def _trunc_div(x, y):
+    from lamella.lax.rounding import floor
+    q = div(x, y)
+    return mul(sign(q), floor(mul(sign(q), q)))
+
+
+ad.defjvp(rem_p, lambda t, x, y: t, lambda t, x, y: mul(neg(t), _trunc_div(x, y)))
+
+# --- pow ----------------------------------------------------------------------
+pow_p = naryop("pow", INEXACT, hlo.power)
+pow = _binary(pow_p)
+
+
+def _pow_jvp_x(t, x, y):
+    # d/dx x**y = y * x**(y-1); written so that x = 0 with y = 0 gives 0, not nan.
+    from lamella.lax.logical import eq, select
+    one = _full_like(y, 1)
+    safe = select(eq(y, _zeros_like(y)), one, y)
+    return mul(t, select(eq(y, _zeros_like(y)), _zeros_like(x),
+                         mul(safe, pow(x, sub(safe, one)))))
+
+
+def _pow_jvp_y(t, x, y):
+    from lamella.lax.logical import eq, select
+    from lamella.lax.transcendental import log
+    # d/dy x**y = log(x) x**y, with the convention 0 * log(0) = 0 at x = 0.
+    is_zero = eq(x, _zeros_like(x))
+    safe_x = select(is_zero, _full_like(x, 1), x)
+    return mul(t, select(is_zero, _zeros_like(x), mul(log(safe_x), pow(x, y))))
+
+
+ad.defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
+
+# --- integer_pow --------------------------------------------------------------
+integer_pow_p = unop("integer_pow", NUMBER, lambda x, *, y: _integer_pow_lowering(x, y))
+
+
+def integer_pow(x, y: int):
+    """x ** y for a static Python integer y (repeated squaring)."""
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def _integer_pow_lowering(x, y: int):
+    is_reciprocal = y < 0
+    y = abs(y)
+    acc = None
+    square_ = x
+    while y > 0:
+        if y & 1:
+            acc = square_ if acc is None else hlo.multiply(acc, square_)
+        y >>= 1
+        if y:
+            square_ = hlo.multiply(square_, square_)
+    shaped_type = x.type
+    if acc is None:
+        acc = hlo.broadcast_in_dim(shaped_type, constant(1, _dtype_of(x)), [])
+    if is_reciprocal:
+        one = hlo.broadcast_in_dim(shaped_type, constant(1, _dtype_of(x)), [])
+        acc = hlo.divide(one, acc)
+    return acc
+
+
+def _dtype_of(value) -> np.dtype:
+    from lamella.lax.mlir_context import shape_and_dtype
+    return shape_and_dtype(value.type)[1]
+
+
+def _integer_pow_jvp(t, x, *, y):
+    if y == 0:
+        return _zeros_like(t)
+    return mul(t, mul(_full_like(x, y), integer_pow(x, y - 1)))
+
+
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+
+
+def square(x):
+    """x * x"""
+    return integer_pow(x, 2)
+
+
+# --- abs ----------------------------------------------------------------------
+def _abs_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float32 if dtype == np.complex64 else np.float64) \
+        if dtype.kind == "c" else dtype
+
+
+abs_p = unop("abs", (SINT, FLOAT, COMPLEX), hlo.abs, result_dtype=_abs_dtype)
+
+
+def abs(x):
+    """|x| (the modulus, a real array, for complex x)."""
+    return abs_p.bind(x)
+
+
+def _abs_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    out = abs(x)
+    if type(t) is ad.Zero:
+        return out, ad.Zero.from_primal_value(out)
+    if aval_of(x).dtype.kind != "c":
+        return out, mul(t, sign(x))
+    from lamella.lax.complex_ops import conj, real
+    from lamella.lax.conversion import convert_element_type
+    from lamella.lax.logical import eq, select
+    is_zero = eq(out, _zeros_like(out))
+    safe = select(is_zero, _full_like(out, 1), out)
+    direction = div(conj(x), convert_element_type(safe, aval_of(x).dtype))
+    return out, select(is_zero, _zeros_like(out), real(mul(direction, t)))
+
+
+ad.primitive_jvps[abs_p] = _abs_jvp
+
+# --- max, min -----------------------------------------------------------------
+max_p = naryop("max", ANY, hlo.maximum)
+min_p = naryop("min", ANY, hlo.minimum)
+max = _binary(max_p)
+min = _binary(min_p)
+
+
+def _balanced_eq(x, z, y):
+    """1 where x is the max/min (0.5 at ties, so gradients split evenly)."""
+    from lamella.lax.logical import eq, select
+    one, half, zero = (_full_like(x, v) for v in (1, 0.5, 0))
+    return select(eq(x, z), select(eq(y, z), half, one), zero)
+
+
+ad.defjvp(max_p, lambda t, x, y: mul(t, _balanced_eq(x, max(x, y), y)),
+          lambda t, x, y: mul(t, _balanced_eq(y, max(x, y), x)))
+ad.defjvp(min_p, lambda t, x, y: mul(t, _balanced_eq(x, min(x, y), y)),
+          lambda t, x, y: mul(t, _balanced_eq(y, min(x, y), x)))
+
+__all__ = ["abs", "abs_p", "add", "add_p", "div", "div_p", "integer_pow", "integer_pow_p",
+           "max", "max_p", "min", "min_p", "mul", "mul_p", "neg", "neg_p", "pow", "pow_p",
+           "rem", "rem_p", "sign", "sign_p", "square", "sub", "sub_p"]

@@ -1,0 +1,226 @@
+"""The XLA executor: compiles jaxprs with XLA and runs them; eager primitives too.
+
+Registered with lamella.core on import, it serves every top-level `jit` call
+and every eagerly applied lax primitive. Eager application is `jit` of one
+primitive, cached by (primitive, avals, params), so eager and jitted results
+are bit-identical. Executables are cached (LRU) per jaxpr and donation mask.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from lamella.core import ShapedArray, dtypes
+from lamella.core.jaxpr import ClosedJaxpr
+from lamella.core.staging import trace_to_jaxpr
+from lamella.core.trace import Tracer, aval_of, current_trace, eval_trace
+from lamella.lax import runtime
+from lamella.lax.lowering import Lowered, lower_jaxpr_to_module
+
+
+class _LRU:
+    """A bounded, thread-safe mapping that forgets its least recently used entries."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._entries[key] = value
+            if len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _physical_aval(aval: ShapedArray) -> ShapedArray:
+    return aval.update(dtype=np.dtype(bool)) if aval.dtype == dtypes.float0 else aval
+
+
+class CompiledProgram:
+    """An executable for one closed jaxpr; translates float0 values at the boundary."""
+
+    def __init__(self, lowered: Lowered):
+        self.lowered = lowered
+        donated = [i for i, d in enumerate(lowered.donated_invars) if d]
+        self.executable = runtime.compile(
+            lowered.module, donated_args=donated,
+            out_avals=[_physical_aval(a) for a in lowered.out_avals])
+        self._float0_in = [i for i, a in enumerate(lowered.in_avals) if a.dtype == dtypes.float0]
+        self._float0_out = [i for i, a in enumerate(lowered.out_avals)
+                            if a.dtype == dtypes.float0]
+        self.translates_float0 = bool(self._float0_in or self._float0_out)
+
+    def __call__(self, *args):
+        if self._float0_in:
+            args = list(args)
+            for i in self._float0_in:
+                args[i] = np.zeros(np.shape(args[i]), bool)
+        outs = self.executable(*args)
+        for i in self._float0_out:
+            outs[i] = np.zeros(outs[i].shape, dtypes.float0)
+        return outs
+
+    def as_text(self) -> str:
+        return self.executable.as_text()
+
+    def cost_analysis(self) -> dict[str, float]:
+        return self.executable.cost_analysis()
+
+
+class LoweredProgram:
+    """`jit(f).lower(...)`'s backend half: StableHLO text, then compilation."""
+
+    def __init__(self, lowered: Lowered, compiled_cache_key, executor: XlaExecutor):
+        self.lowered = lowered
+        self._key = compiled_cache_key
+        self._executor = executor
+
+    def as_text(self) -> str:
+        return self.lowered.as_text()
+
+    def compile(self) -> CompiledProgram:
+        return self._executor._compiled(*self._key, lowered=self.lowered)
+
+    def cost_analysis(self) -> dict[str, float]:
+        return self.compile().cost_analysis()
+
+
+class XlaExecutor:
+    """lamella.core's executor interface, backed by XLA on the default device."""
+
+    name = "xla"
+
+    def __init__(self, capacity: int = 1024):
+        self.programs = _LRU(capacity)
+
+    def _compiled(self, closed: ClosedJaxpr, name: str, donated_invars: tuple[bool, ...],
+                  lowered: Lowered | None = None) -> CompiledProgram:
+        key = (closed, donated_invars, runtime.x64_enabled())
+        program = self.programs.get(key)
+        if program is None:
+            lowered = lowered or lower_jaxpr_to_module(closed, name=name,
+                                                       donated_invars=donated_invars)
+            program = CompiledProgram(lowered)
+            self.programs.put(key, program)
+        return program
+
+    def execute(self, closed, args, *, name, donated_invars):
+        return self._compiled(closed, name, tuple(donated_invars))(*args)
+
+    def lower(self, closed, *, name, donated_invars):
+        donated_invars = tuple(donated_invars)
+        lowered = lower_jaxpr_to_module(closed, name=name, donated_invars=donated_invars)
+        return LoweredProgram(lowered, (closed, name, donated_invars), self)
+
+    def fast_dispatch(self, jitted):
+        """A C++ dispatcher for a jit function: a call whose argument signature was
+        seen before runs without Python; the first one traces and compiles."""
+        def cache_miss(*args, **kwargs):
+            out, entry, flat = jitted.call_and_report(args, kwargs)
+            return out, self._fast_path(entry, flat, out)
+        return runtime.make_fast_function(jitted.name, cache_miss, jitted.static_argnums,
+                                          jitted.static_argnames, fun=jitted.fun,
+                                          donates=jitted.donates)
+
+    def _fast_path(self, entry, flat, out):
+        # Only top-level calls on concrete values whose program is plain XLA qualify.
+        if entry is None or entry.hoisted or current_trace() is not eval_trace \
+                or any(isinstance(x, Tracer) for x in flat):
+            return None
+        program = self.programs.get((entry.closed, entry.donated, runtime.x64_enabled()))
+        if program is None or program.translates_float0:
+            return None
+        out_leaves, out_treedef = runtime.pytree_registry().flatten(out)
+        if len(out_leaves) != len(program.executable.out_avals):
+            return None
+        return runtime.fast_path_data(program.executable, out_treedef)
+
+    def devices(self, backend=None):
+        return runtime.devices(backend)
+
+    def device_put(self, x, device=None):
+        if device is None and isinstance(x, runtime.Array):
+            return x
+        return runtime.device_put(x, device)
+
+    def device_get(self, x):
+        return np.asarray(x) if isinstance(x, runtime.Array) else x
+
+
+# ---------------------------------------------------------------------------
+# Eager primitives: one C++ dispatcher per (primitive, params); each new
+# signature of avals compiles a one-equation program once.
+
+_primitive_programs = _LRU(4096)
+_eager_dispatchers: dict = {}
+
+
+def _params_key(params: dict) -> Any:
+    try:
+        key = tuple(sorted(params.items()))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+def _primitive_program(primitive, avals: tuple, params: dict, params_key) -> CompiledProgram:
+    key = (primitive, avals, params_key, runtime.x64_enabled())
+    program = _primitive_programs.get(key) if params_key is not None else None
+    if program is None:
+        def one_equation(*xs):
+            out = primitive.bind(*xs, **params)
+            return list(out) if primitive.multiple_results else [out]
+        jaxpr, consts = trace_to_jaxpr(one_equation, avals)
+        lowered = lower_jaxpr_to_module(ClosedJaxpr(jaxpr, consts), name=primitive.name)
+        program = CompiledProgram(lowered)
+        if params_key is not None:
+            _primitive_programs.put(key, program)
+    return program
+
+
+def _run(primitive, program: CompiledProgram, args):
+    outs = program(*args)
+    return outs if primitive.multiple_results else outs[0]
+
+
+def apply_primitive(primitive, *args, **params):
+    """Runs one primitive eagerly, as a jit-compiled program of one equation."""
+    params_key = _params_key(params)
+    dispatch = _eager_dispatchers.get((primitive, params_key)) if params_key is not None \
+        else None
+    if dispatch is None:
+        if params_key is None:
+            program = _primitive_program(primitive, tuple(map(aval_of, args)), params, None)
+            return _run(primitive, program, args)
+
+        def cache_miss(*xs):
+            program = _primitive_program(primitive, tuple(map(aval_of, xs)), params,
+                                         params_key)
+            out = _run(primitive, program, xs)
+            if program.translates_float0:
+                return out, None
+            return out, runtime.fast_path_data(program.executable,
+                                               runtime.pytree_registry().flatten(out)[1])
+        dispatch = _eager_dispatchers[(primitive, params_key)] = runtime.make_fast_function(
+            primitive.name, cache_miss)
+    return dispatch(*args)

@@ -1,0 +1,155 @@
+"""Building blocks shared by the lax primitive definitions.
+
+`standard_primitive` makes a primitive whose impl is eager dispatch through
+XLA; `unop` and `naryop` add the dtype checks, shape rule, batching rule and
+lowering that elementwise operations share, so each primitive's own file only
+states what is particular to it. Python-facing wrappers broadcast rank-0 and
+size-1 operands (as JAX's lax does) but never promote dtypes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from lamella.core import Primitive, ShapedArray, batching, dtypes
+from lamella.core.structural import broadcast_in_dim
+from lamella.core.trace import aval_of
+from lamella.lax.executor import apply_primitive
+from lamella.lax.lowering import register_lowering
+
+# Dtype categories that primitives accept.
+BOOL, SINT, UINT, FLOAT, COMPLEX = "bool", "signed integer", "unsigned integer", "floating", \
+    "complex floating"
+INT = (SINT, UINT)
+NUMBER = (SINT, UINT, FLOAT, COMPLEX)
+INEXACT = (FLOAT, COMPLEX)
+ANY = (BOOL, SINT, UINT, FLOAT, COMPLEX)
+
+
+def category(dtype: np.dtype) -> str:
+    if dtype == np.dtype(bool):
+        return BOOL
+    if dtypes.is_float(dtype):
+        return FLOAT
+    return {"i": SINT, "u": UINT, "c": COMPLEX}.get(dtype.kind, str(dtype))
+
+
+def _flatten(accepted) -> tuple[str, ...]:
+    out: list[str] = []
+    for a in (accepted if isinstance(accepted, tuple) else (accepted,)):
+        out.extend(a if isinstance(a, tuple) else (a,))
+    return tuple(out)
+
+
+def check_dtypes(name: str, accepted, *avals: ShapedArray) -> None:
+    accepted = _flatten(accepted)
+    for aval in avals:
+        if category(aval.dtype) not in accepted:
+            raise TypeError(f"{name} does not accept dtype {aval.dtype.name}. Accepted dtypes "
+                            f"are subtypes of {', '.join(accepted)}.")
+
+
+def check_same_dtypes(name: str, *avals: ShapedArray) -> None:
+    if len({a.dtype for a in avals}) > 1:
+        got = ", ".join(a.dtype.name for a in avals)
+        raise TypeError(f"{name} requires arguments to have the same dtypes, got {got}. "
+                        "(lamella.numpy functions promote types; lax does not.)")
+
+
+def check_same_shapes(name: str, *avals: ShapedArray) -> None:
+    if len({a.shape for a in avals}) > 1:
+        got = ", ".join(str(a.shape) for a in avals)
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {got}.")
+
+
+def standard_primitive(name: str, multiple_results: bool = False) -> Primitive:
+    """A primitive whose eager evaluation is a one-equation XLA program."""
+    prim = Primitive(name)
+    prim.multiple_results = multiple_results
+    prim.def_impl(partial(apply_primitive, prim))
+    return prim
+
+
+def unop(name: str, accepted, lower: Callable, result_dtype: Callable | None = None
+         ) -> Primitive:
+    """An elementwise unary primitive: `lower(x) -> ir.Value` builds its StableHLO."""
+    prim = standard_primitive(name)
+
+    @prim.def_abstract_eval
+    def abstract_eval(x: ShapedArray, **params) -> ShapedArray:
+        check_dtypes(name, accepted, x)
+        return x.update(dtype=result_dtype(x.dtype)) if result_dtype else x
+
+    batching.defvectorized(prim)
+    register_lowering(prim, lambda ctx, x, **params: [lower(x, **params)])
+    return prim
+
+
+def naryop(name: str, accepted, lower: Callable, result_dtype: Callable | None = None,
+           same_dtypes: bool = True) -> Primitive:
+    """An elementwise primitive of operands with equal shapes (and dtypes)."""
+    prim = standard_primitive(name)
+
+    @prim.def_abstract_eval
+    def abstract_eval(*avals: ShapedArray, **params) -> ShapedArray:
+        check_dtypes(name, accepted, *avals)
+        if same_dtypes:
+            check_same_dtypes(name, *avals)
+        check_same_shapes(name, *avals)
+        dtype = result_dtype(*(a.dtype for a in avals)) if result_dtype else avals[0].dtype
+        return ShapedArray(avals[0].shape, dtype, all(a.weak_type for a in avals))
+
+    batching.primitive_batchers[prim] = partial(elementwise_batcher, prim)
+    register_lowering(prim, lambda ctx, *xs, **params: [lower(*xs, **params)])
+    return prim
+
+
+def elementwise_batcher(prim: Primitive, args, dims, **params):
+    """Batching for equal-shape elementwise primitives: align every batch axis."""
+    batched = {d for d in dims if d is not None}
+    if len(batched) == 1 and all(d is not None for d in dims):
+        return prim.bind(*args, **params), batched.pop()
+    size = next(aval_of(x).shape[d] for x, d in zip(args, dims) if d is not None)
+    return prim.bind(*[batching.at_front(x, d, size) for x, d in zip(args, dims)],
+                     **params), 0
+
+
+def broadcast_operands(name: str, *args: Any) -> list[Any]:
+    """Broadcasts rank-0 and size-1 operands to the common shape (lax's implicit rule)."""
+    avals = [aval_of(x) for x in args]
+    shapes = {a.shape for a in avals}
+    if len(shapes) <= 1:
+        return list(args)
+    ranks = {a.ndim for a in avals if a.ndim}
+    if len(ranks) > 1:
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                        f"{', '.join(str(a.shape) for a in avals)}.")
+    rank = ranks.pop()
+    target = []
+    for i in range(rank):
+        sizes = {a.shape[i] for a in avals if a.ndim} - {1}
+        if len(sizes) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            f"{', '.join(str(a.shape) for a in avals)}.")
+        target.append(sizes.pop() if sizes else 1)
+    target = tuple(target)
+    out = []
+    for x, a in zip(args, avals):
+        if a.shape == target:
+            out.append(x)
+        elif a.ndim == 0:
+            out.append(broadcast_in_dim(x, target, ()))
+        else:
+            kept = tuple(i for i in range(rank) if a.shape[i] == target[i])
+            squeezed = _squeeze_to(x, tuple(a.shape[i] for i in kept))
+            out.append(broadcast_in_dim(squeezed, target, kept))
+    return out
+
+
+def _squeeze_to(x, shape: Sequence[int]):
+    from lamella.core.structural import reshape
+    return x if aval_of(x).shape == tuple(shape) else reshape(x, shape)
