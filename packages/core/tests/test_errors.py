@@ -178,8 +178,10 @@ def test_escaped_tracer(transform, args, kind, made_by):
         return y
 
     transform(leaky)(*args)
-    pattern = (rf"unexpected tracer: a {kind} of type f32\[\] created by {made_by}, which has "
-               r"already finished.*leaked an intermediate value.*Return values")
+    # Staged values also name the line that made them.
+    site = r" at .*numpy_prims.py:\d+ \(sin\)" if kind == "JaxprTracer" else ""
+    pattern = (rf"unexpected tracer: a {kind} of type f32\[\] created{site} by {made_by}, which "
+               r"has already finished.*leaked an intermediate value.*Return values")
     with pytest.raises(lc.UnexpectedTracerError, match=pattern):
         P.cos(leaked[0])
     with pytest.raises(lc.UnexpectedTracerError, match=pattern):

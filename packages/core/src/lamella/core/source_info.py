@@ -25,13 +25,21 @@ class SourceInfo(NamedTuple):
 
 _internal_dirs: list[str] = []
 _is_internal_cache: dict[str, bool] = {}
-_state = threading.local()
+_is_internal_code: dict = {}  # code object -> internal?, the fast path of the frame walk
+_interned: dict = {}  # (code, line) -> SourceInfo: one object per user source line
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.carried = None  # a SourceInfo, a frame to walk from, or None
+
+
+_state = _State()
 
 
 def register_internal_path(directory: str) -> None:
     """Marks a package directory as lamella's own, skipped when finding user frames."""
     _internal_dirs.append(os.path.join(os.path.abspath(directory), ""))
     _is_internal_cache.clear()
+    _is_internal_code.clear()
 
 
 register_internal_path(os.path.dirname(__file__))
@@ -48,14 +56,21 @@ def _is_internal(filename: str) -> bool:
 
 def user_frame(skip: int = 1) -> SourceInfo | None:
     """The innermost frame outside lamella, or the carried-over location."""
-    carried = getattr(_state, "carried", None)
+    carried = _state.carried
     if isinstance(carried, SourceInfo):
         return carried
     frame = sys._getframe(skip) if carried is None else carried
     while frame is not None:
         code = frame.f_code
-        if not _is_internal(code.co_filename):
-            return SourceInfo(code.co_filename, frame.f_lineno, code.co_name)
+        internal = _is_internal_code.get(code)
+        if internal is None:
+            internal = _is_internal_code[code] = _is_internal(code.co_filename)
+        if not internal:
+            key = (code, frame.f_lineno)
+            info = _interned.get(key)
+            if info is None:
+                info = _interned[key] = SourceInfo(code.co_filename, key[1], code.co_name)
+            return info
         frame = frame.f_back
     return None
 
@@ -69,7 +84,7 @@ class carry_source_info:
         self.info = info
 
     def __enter__(self) -> None:
-        self.previous = getattr(_state, "carried", None)
+        self.previous = _state.carried
         _state.carried = self.info if self.info is not None else self.previous
 
     def __exit__(self, *exc) -> None:
@@ -86,7 +101,7 @@ class call_site:
     __slots__ = ("previous",)
 
     def __enter__(self) -> None:
-        self.previous = getattr(_state, "carried", None)
+        self.previous = _state.carried
         if self.previous is None:
             _state.carried = sys._getframe(1)
 

@@ -51,6 +51,9 @@ class JaxprTracer(Tracer):
     def _origin(self) -> str:
         return self._trace.origin_of(self.var)
 
+    def _creation_site(self):
+        return next((e.source_info for e in self._trace.eqns if self.var in e.outvars), None)
+
 
 class StagingTrace(Trace):
     """Records every primitive applied to its tracers as a jaxpr equation."""
@@ -103,10 +106,12 @@ class StagingTrace(Trace):
                 literal = literal_if_scalar(value, aval)
                 return JaxprTracer(self, literal if literal is not None
                                    else self._const_var(value, aval))
-        invars = [self.to_atom(x) for x in args]
+        invars = [x.var if type(x) is JaxprTracer and x._trace is self else self.to_atom(x)
+                  for x in args]
         source = user_frame(2)
+        rule = primitive._abstract_eval or primitive.abstract_eval
         try:
-            out = primitive.abstract_eval(*[v.aval for v in invars], **params)
+            out = rule(*[v.aval for v in invars], **params)
         except (TypeError, ValueError) as e:
             raise _with_location(e, primitive, source) from None
         if primitive.multiple_results:

@@ -80,6 +80,13 @@ class Tracer:
         """Why this value is abstract, for error messages."""
         return f"It was created by {self._trace.description}."
 
+    def _creation_site(self) -> Any:
+        """The user's source line that made this value, when the trace recorded it."""
+        for inner in (getattr(self, "primal", None), getattr(self, "val", None)):
+            if isinstance(inner, Tracer):
+                return inner._creation_site()
+        return None
+
     def _concrete(self, conversion: str) -> Any:
         value = self.to_concrete_value()
         if value is None:
@@ -131,9 +138,11 @@ class Tracer:
 def escaped_tracer_error(tracer: Tracer) -> UnexpectedTracerError:
     trace = tracer._trace
     state = "has already finished" if not trace.is_alive else "is not active in this context"
+    site = tracer._creation_site()
+    where = f" at {site}" if site is not None else ""
     return UnexpectedTracerError(
         f"Encountered an unexpected tracer: a {type(tracer).__name__} of type "
-        f"{tracer.aval.str_short()} created by {trace.description}, which {state}. "
+        f"{tracer.aval.str_short()} created{where} by {trace.description}, which {state}. "
         "A transformed function leaked an intermediate value (stored it in a global, an "
         "attribute or a list outside the function) and it was used after the transformation "
         "ended. Return values from the function explicitly instead of storing them.")

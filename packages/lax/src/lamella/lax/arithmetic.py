@@ -167,7 +167,7 @@ def integer_pow(x, y: int):
 
 def _integer_pow_lowering(x, y: int):
     is_reciprocal = y < 0
-    y = abs(y)
+    y = -y if is_reciprocal else y  # (this module's `abs` is lax.abs)
     acc = None
     square_ = x
     while y > 0:

@@ -27,7 +27,10 @@ def convert_element_type(operand: Any, new_dtype: Any) -> Any:
 def _convert_element_type(operand: Any, new_dtype: Any, weak_type: bool) -> Any:
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     aval = aval_of(operand)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+    # Python scalars always go through the primitive: eagerly it makes an Array,
+    # while staging it folds into a literal.
+    if aval.dtype == new_dtype and aval.weak_type == weak_type \
+            and not dtypes.is_python_scalar(operand):
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)
 

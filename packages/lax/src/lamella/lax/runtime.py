@@ -408,6 +408,26 @@ def _array_repr(self: Array) -> str:
     return f"{prefix}{data},{sep}{dtype_str}"
 
 
+def _host_scalar(self: Array, conversion: str) -> Any:
+    # Python's scalar conversions apply to one-element arrays, as in NumPy.
+    if self.aval.size != 1:
+        raise TypeError(f"only arrays with one element can be converted to Python {conversion}, "
+                        f"got shape {self.aval.shape}")
+    return _host_value(self).reshape(())[()]
+
+
+def _no_operators(self: Array, other: Any) -> Any:
+    raise TypeError("Array comparisons and arithmetic operators are provided by lamella.numpy; "
+                    "import lamella.numpy, or use lamella.lax.eq / lamella.lax.ne.")
+
+
+def _array_index(self: Array) -> int:
+    if self.aval.dtype.kind not in "iu" or self.aval.shape:
+        raise TypeError(f"only integer scalar arrays can be converted to a scalar index, got "
+                        f"{_describe(self.aval.shape, self.aval.dtype)}")
+    return int(_host_value(self))
+
+
 def _array_len(self: Array) -> int:
     if not self.aval.shape:
         raise TypeError("len() of unsized object")
@@ -437,6 +457,18 @@ install_array_methods(
         "__repr__": _array_repr,
         "__str__": lambda self: str(_host_value(self)),
         "__len__": _array_len,
+        "__bool__": lambda self: bool(_host_scalar(self, "bool")),
+        "__int__": lambda self: int(_host_scalar(self, "int")),
+        "__float__": lambda self: float(_host_scalar(self, "float")),
+        "__complex__": lambda self: complex(_host_scalar(self, "complex")),
+        "__index__": _array_index,
+        "item": lambda self, *args: _host_value(self).item(*args),
+        # Elementwise operators come with lamella.numpy, which replaces these.
+        # Until then, == must not silently compare identities.
+        "__eq__": _no_operators,
+        "__ne__": _no_operators,
+        "__hash__": None,
+        "tolist": lambda self: _host_value(self).tolist(),
     }
 )
 
