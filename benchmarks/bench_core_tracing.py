@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from harness import Row, jax_or_none, median_time
+from harness import Row, compare, jax_or_none
 
 import lamella.core as lc
 from lamella.core import ShapedArray
@@ -25,24 +25,18 @@ def chain(bind):
 
 def run() -> list[Row]:
     x = np.ones(8, np.float32)
-    lamella_trace = median_time(lambda: lc.make_jaxpr(chain(sin_p.bind))(x), repeat=5)
     assert len(lc.make_jaxpr(chain(sin_p.bind))(x).eqns) == N_EQNS
-
-    tiny = lc.jit(sin_p.bind)
-    lamella_call = median_time(lambda: tiny(x))
-    direct_impl = median_time(lambda: np.sin(x))
-
     jax = jax_or_none()
-    jax_trace = jax_call = None
-    if jax is not None:
-        jax_trace = median_time(lambda: jax.make_jaxpr(chain(jax.lax.sin))(x), repeat=5)
-        jitted = jax.jit(jax.lax.sin)
-        xj = jax.device_put(x)
-        jax_call = median_time(lambda: jitted(xj))
+    trace = compare({
+        "lamella": lambda: lc.make_jaxpr(chain(sin_p.bind))(x),
+        "jax": jax and (lambda: jax.make_jaxpr(chain(jax.lax.sin))(x)),
+    }, repeat=3)
+    interpreter = lc.jit(sin_p.bind)
+    calls = compare({"lamella": lambda: interpreter(x), "numpy": lambda: np.sin(x)})
     per_eqn = 1 / N_EQNS
     return [
-        Row(f"make_jaxpr, per equation ({N_EQNS}-eqn chain)", lamella_trace * per_eqn,
-            {"jax": jax_trace and jax_trace * per_eqn}),
-        Row("jit cache-hit call, 1 eqn (interpreter vs XLA)", lamella_call,
-            {"jax": jax_call, "numpy": direct_impl}),
+        Row(f"make_jaxpr, per equation ({N_EQNS}-eqn chain)", trace["lamella"] * per_eqn,
+            {"jax": trace["jax"] and trace["jax"] * per_eqn}),
+        Row("interpreter jit cache-hit call, 1 eqn (core alone)", calls["lamella"],
+            {"numpy": calls["numpy"]}),
     ]

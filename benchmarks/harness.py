@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,8 +15,11 @@ class Row:
     unit: str = "us"
 
 
-def median_time(fn: Callable[[], object], repeat: int = 7, number: int | None = None) -> float:
-    """Median seconds per call of `fn`, after one warm-up call."""
+def best_time(fn: Callable[[], object], repeat: int = 7, number: int | None = None) -> float:
+    """Seconds per call of `fn`: the best of `repeat` runs of `number` calls.
+
+    The minimum, not the median: on a shared machine, load only ever adds time.
+    """
     fn()
     if number is None:
         start = time.perf_counter()
@@ -30,7 +32,19 @@ def median_time(fn: Callable[[], object], repeat: int = 7, number: int | None = 
         for _ in range(number):
             fn()
         samples.append((time.perf_counter() - start) / number)
-    return statistics.median(samples)
+    return min(samples)
+
+
+def compare(candidates: dict[str, Callable[[], object] | None], rounds: int = 3,
+            **kwargs) -> dict[str, float | None]:
+    """Times each candidate in interleaved rounds (so load drifts hit all alike)."""
+    best: dict[str, float | None] = {k: (None if f is None else float("inf"))
+                                     for k, f in candidates.items()}
+    for _ in range(rounds):
+        for name, fn in candidates.items():
+            if fn is not None:
+                best[name] = min(best[name], best_time(fn, **kwargs))
+    return best
 
 
 def jax_or_none():

@@ -123,8 +123,9 @@ def register_executor(executor: Executor) -> Executor:
     """Makes `executor` run every top-level jit call; returns the previous one.
 
     An executor may also offer `fast_dispatch(jit_function) -> callable`, a
-    faster way to call a jit function (lamella.lax serves cache hits from C++);
-    the callable must fall back on `jit_function.call_and_report`.
+    faster way to call a jit function (lamella.lax serves cache hits from C++)
+    that falls back on `jit_function.call_and_report`, and `wrap_jit(jit_function)`,
+    the object `jit` returns in its place.
     """
     previous = _executor[0]
     _executor[0] = executor
@@ -565,4 +566,12 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames)
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+    jitted = JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+    # An executor may hand back its own callable (lamella.lax: jaxlib's C++
+    # dispatcher, carrying trace/lower/eval_shape), so cached calls run no Python.
+    wrap = getattr(_executor[0], "wrap_jit", None)
+    if wrap is None:
+        return jitted
+    wrapped = wrap(jitted)
+    jitted._dispatch, jitted._dispatch_version = wrapped, _executor_version[0]
+    return wrapped

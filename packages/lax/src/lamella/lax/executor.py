@@ -141,6 +141,22 @@ class XlaExecutor:
                                           jitted.static_argnames, fun=jitted.fun,
                                           donates=jitted.donates)
 
+    def wrap_jit(self, jitted):
+        """What `jit` returns: the C++ dispatcher itself, with the AOT methods."""
+        fast = self.fast_dispatch(jitted)
+
+        def clear_cache():
+            jitted.clear_cache()
+            fast._clear_cache()
+        for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+            if hasattr(jitted.fun, name):
+                setattr(fast, name, getattr(jitted.fun, name))
+        fast.__wrapped__ = jitted.fun
+        fast.trace, fast.lower, fast.eval_shape = jitted.trace, jitted.lower, jitted.eval_shape
+        fast.clear_cache = clear_cache
+        fast.jit_function = jitted
+        return fast
+
     def _fast_path(self, entry, flat, out):
         # Only top-level calls on concrete values whose program is plain XLA qualify.
         if entry is None or entry.hoisted or current_trace() is not eval_trace \

@@ -25,6 +25,7 @@ module @jit_f attributes {...} {
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,14 +127,17 @@ class ModuleContext:
         return name
 
 
-@dataclass
 class LoweringRuleContext:
     """What a rule knows besides its operands."""
 
-    module_context: ModuleContext
-    primitive: Any
-    avals_in: Sequence[ShapedArray]
-    avals_out: Sequence[ShapedArray]
+    __slots__ = ("module_context", "primitive", "avals_in", "avals_out")
+
+    def __init__(self, module_context: ModuleContext, primitive: Any,
+                 avals_in: Sequence[ShapedArray], avals_out: Sequence[ShapedArray]):
+        self.module_context = module_context
+        self.primitive = primitive
+        self.avals_in = avals_in
+        self.avals_out = avals_out
 
     @property
     def platform(self) -> str:
@@ -231,11 +235,35 @@ class Lowered:
         return module_to_string(self.module, debug_info=debug_info)
 
 
+class _Contexts(threading.local):
+    """One MLIR context per thread, renewed every so often.
+
+    Making a context costs more than lowering a small function; reusing one
+    forever would keep every uniqued attribute (constants!) alive, so it is
+    replaced after a fixed number of modules.
+    """
+
+    RENEW_AFTER = 64
+
+    def __init__(self) -> None:
+        self.context = None
+        self.uses = 0
+
+    def get(self) -> ir.Context:
+        if self.context is None or self.uses >= self.RENEW_AFTER:
+            self.context, self.uses = make_context(), 0
+        self.uses += 1
+        return self.context
+
+
+_contexts = _Contexts()
+
+
 def lower_jaxpr_to_module(closed: ClosedJaxpr, *, name: str,
                           donated_invars: Sequence[bool] | None = None,
                           platform: str = "cpu") -> Lowered:
     """The module `@jit_<name>` whose public `@main` computes `closed`."""
-    context = make_context()
+    context = _contexts.get()
     donated_invars = tuple(donated_invars or (False,) * len(closed.in_avals))
     with context, ir.Location.unknown():
         module = ir.Module.create()

@@ -30,12 +30,20 @@ INEXACT = (FLOAT, COMPLEX)
 ANY = (BOOL, SINT, UINT, FLOAT, COMPLEX)
 
 
+_categories: dict[np.dtype, str] = {}
+
+
 def category(dtype: np.dtype) -> str:
-    if dtype == np.dtype(bool):
-        return BOOL
-    if dtypes.is_float(dtype):
-        return FLOAT
-    return {"i": SINT, "u": UINT, "c": COMPLEX}.get(dtype.kind, str(dtype))
+    kind = _categories.get(dtype)
+    if kind is None:
+        if dtype == np.dtype(bool):
+            kind = BOOL
+        elif dtypes.is_float(dtype):
+            kind = FLOAT
+        else:
+            kind = {"i": SINT, "u": UINT, "c": COMPLEX}.get(dtype.kind, str(dtype))
+        _categories[dtype] = kind
+    return kind
 
 
 def _flatten(accepted) -> tuple[str, ...]:
@@ -46,22 +54,25 @@ def _flatten(accepted) -> tuple[str, ...]:
 
 
 def check_dtypes(name: str, accepted, *avals: ShapedArray) -> None:
-    accepted = _flatten(accepted)
+    if not isinstance(accepted, frozenset):
+        accepted = frozenset(_flatten(accepted))
     for aval in avals:
         if category(aval.dtype) not in accepted:
             raise TypeError(f"{name} does not accept dtype {aval.dtype.name}. Accepted dtypes "
-                            f"are subtypes of {', '.join(accepted)}.")
+                            f"are subtypes of {', '.join(sorted(accepted))}.")
 
 
 def check_same_dtypes(name: str, *avals: ShapedArray) -> None:
-    if len({a.dtype for a in avals}) > 1:
+    first = avals[0].dtype
+    if any(a.dtype != first for a in avals[1:]):
         got = ", ".join(a.dtype.name for a in avals)
         raise TypeError(f"{name} requires arguments to have the same dtypes, got {got}. "
                         "(lamella.numpy functions promote types; lax does not.)")
 
 
 def check_same_shapes(name: str, *avals: ShapedArray) -> None:
-    if len({a.shape for a in avals}) > 1:
+    first = avals[0].shape
+    if any(a.shape != first for a in avals[1:]):
         got = ", ".join(str(a.shape) for a in avals)
         raise TypeError(f"{name} got incompatible shapes for broadcasting: {got}.")
 
@@ -78,6 +89,7 @@ def unop(name: str, accepted, lower: Callable, result_dtype: Callable | None = N
          ) -> Primitive:
     """An elementwise unary primitive: `lower(x) -> ir.Value` builds its StableHLO."""
     prim = standard_primitive(name)
+    accepted = frozenset(_flatten(accepted))
 
     @prim.def_abstract_eval
     def abstract_eval(x: ShapedArray, **params) -> ShapedArray:
@@ -93,6 +105,7 @@ def naryop(name: str, accepted, lower: Callable, result_dtype: Callable | None =
            same_dtypes: bool = True) -> Primitive:
     """An elementwise primitive of operands with equal shapes (and dtypes)."""
     prim = standard_primitive(name)
+    accepted = frozenset(_flatten(accepted))
 
     @prim.def_abstract_eval
     def abstract_eval(*avals: ShapedArray, **params) -> ShapedArray:
@@ -121,9 +134,9 @@ def elementwise_batcher(prim: Primitive, args, dims, **params):
 def broadcast_operands(name: str, *args: Any) -> list[Any]:
     """Broadcasts rank-0 and size-1 operands to the common shape (lax's implicit rule)."""
     avals = [aval_of(x) for x in args]
-    shapes = {a.shape for a in avals}
-    if len(shapes) <= 1:
-        return list(args)
+    first = avals[0].shape
+    if all(a.shape == first for a in avals[1:]):
+        return args
     ranks = {a.ndim for a in avals if a.ndim}
     if len(ranks) > 1:
         raise TypeError(f"{name} got incompatible shapes for broadcasting: "
