@@ -18,7 +18,7 @@ from lamella.core import avals as _avals  # noqa: E402
 from lamella.core import config as _config  # noqa: E402
 from lamella.core import register_executor as _register_executor  # noqa: E402
 from lamella.core.source_info import register_internal_path as _internal  # noqa: E402
-from lamella.core.structural import broadcast_in_dim, reduce_sum, reshape, stop_gradient, transpose  # noqa: E402
+from lamella.core.structural import reduce_sum, stop_gradient  # noqa: E402
 from lamella.lax import core_lowerings as _core_lowerings  # noqa: E402, F401
 from lamella.lax import runtime as _runtime  # noqa: E402
 from lamella.lax.arithmetic import (  # noqa: E402
@@ -123,6 +123,12 @@ from lamella.lax.runtime import (  # noqa: E402
                                      device_put,
                                      devices,
 )
+from lamella.lax.shapes import (  # noqa: E402
+    broadcast, broadcast_in_dim, broadcasted_iota, concatenate, concatenate_p, dynamic_index_in_dim,
+    dynamic_slice, dynamic_slice_in_dim, dynamic_slice_p, dynamic_update_index_in_dim,
+    dynamic_update_slice, dynamic_update_slice_in_dim, dynamic_update_slice_p, expand_dims,
+    index_in_dim, iota, iota_p, pad, pad_p, reshape, rev, rev_p, slice, slice_in_dim, slice_p,
+    split, split_p, squeeze, squeeze_p, transpose)
 from lamella.lax.transcendental import (  # noqa: E402
                                      acos,
                                      acos_p,
