@@ -18,7 +18,7 @@ from lamella.core import avals as _avals  # noqa: E402
 from lamella.core import config as _config  # noqa: E402
 from lamella.core import register_executor as _register_executor  # noqa: E402
 from lamella.core.source_info import register_internal_path as _internal  # noqa: E402
-from lamella.core.structural import reduce_sum, stop_gradient  # noqa: E402
+from lamella.core.structural import stop_gradient  # noqa: E402
 from lamella.lax import core_lowerings as _core_lowerings  # noqa: E402, F401
 from lamella.lax import runtime as _runtime  # noqa: E402
 from lamella.lax.arithmetic import (  # noqa: E402
@@ -49,6 +49,14 @@ from lamella.lax.arithmetic import (  # noqa: E402
                                      sub_p,
 )
 from lamella.lax.complex_ops import complex, complex_p, conj, conj_p, imag, imag_p, real, real_p  # noqa: E402
+from lamella.lax.contraction import (  # noqa: E402
+                                     DotDimensionNumbers,
+                                     Precision,
+                                     batch_matmul,
+                                     dot,
+                                     dot_general,
+                                     dot_general_p,
+)
 from lamella.lax.conversion import (  # noqa: E402
                                      bitcast_convert_type,
                                      bitcast_convert_type_p,
@@ -101,6 +109,38 @@ from lamella.lax.misc import (  # noqa: E402
                                      optimization_barrier,
                                      optimization_barrier_p,
                                      zeros_like_array,
+)
+from lamella.lax.reductions import (  # noqa: E402
+                                     argmax,
+                                     argmax_p,
+                                     argmin,
+                                     argmin_p,
+                                     cumlogsumexp,
+                                     cumlogsumexp_p,
+                                     cummax,
+                                     cummax_p,
+                                     cummin,
+                                     cummin_p,
+                                     cumprod,
+                                     cumprod_p,
+                                     cumsum,
+                                     cumsum_p,
+                                     reduce,
+                                     reduce_and,
+                                     reduce_and_p,
+                                     reduce_max,
+                                     reduce_max_p,
+                                     reduce_min,
+                                     reduce_min_p,
+                                     reduce_or,
+                                     reduce_or_p,
+                                     reduce_p,
+                                     reduce_prod,
+                                     reduce_prod_p,
+                                     reduce_sum,
+                                     reduce_sum_p,
+                                     reduce_xor,
+                                     reduce_xor_p,
 )
 from lamella.lax.rounding import (  # noqa: E402
                                      RoundingMethod,
