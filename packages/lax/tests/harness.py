@@ -83,8 +83,9 @@ def check_grads(fun, args, diff_argnums: Sequence[int] = (0,), eps: float = 1e-6
         ct = rng.standard_normal(np.shape(out)).astype(np.asarray(out).dtype)
         _, f_vjp = lc.vjp(partial, *primals)
         cts = f_vjp(ct)
-        lhs = np.vdot(ct, out_dot).real
-        rhs = sum(np.vdot(c, t).real for c, t in zip(cts, tangents))
+        # VJPs transpose, they do not conjugate-transpose: <ct, J t> = <J^T ct, t>, bilinear.
+        lhs = np.sum(ct * np.asarray(out_dot))
+        rhs = sum(np.sum(np.asarray(c) * t) for c, t in zip(cts, tangents))
         np.testing.assert_allclose(lhs, rhs, rtol=rtol, atol=atol)
 
 

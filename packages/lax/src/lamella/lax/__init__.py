@@ -5,7 +5,7 @@ with XLA and lax primitives applied eagerly run as one-equation XLA programs.
 Names, parameters and semantics follow `jax.lax`.
 
 >>> import lamella.lax as lax
->>> lax.add(lax.full((3,), 1.0), 2.0)
+>>> lax.add(lax.full((3,), 1.0, "float32"), 2.0)
 Array([3., 3., 3.], dtype=float32)
 """
 
@@ -194,6 +194,34 @@ from lamella.lax.shapes import (  # noqa: E402
                                      squeeze,
                                      squeeze_p,
                                      transpose,
+)
+from lamella.lax.special import (  # noqa: E402
+                                     bessel_i0e,
+                                     bessel_i0e_p,
+                                     bessel_i1e,
+                                     bessel_i1e_p,
+                                     digamma,
+                                     digamma_p,
+                                     erf,
+                                     erf_inv,
+                                     erf_inv_p,
+                                     erf_p,
+                                     erfc,
+                                     erfc_p,
+                                     igamma,
+                                     igamma_grad_a,
+                                     igamma_grad_a_p,
+                                     igamma_p,
+                                     igammac,
+                                     igammac_p,
+                                     lgamma,
+                                     lgamma_p,
+                                     polygamma,
+                                     polygamma_p,
+                                     random_gamma_grad,
+                                     random_gamma_grad_p,
+                                     zeta,
+                                     zeta_p,
 )
 from lamella.lax.transcendental import (  # noqa: E402
                                      acos,

@@ -14,9 +14,11 @@ from lamella.lax.standard import (
     COMPLEX,
     FLOAT,
     INEXACT,
+    INT,
     NUMBER,
     SINT,
     broadcast_operands,
+    check_dtypes,
     naryop,
     unop,
 )
@@ -51,7 +53,17 @@ def neg(x):
 ad.deflinear(neg_p, lambda ct: [neg(ct)])
 
 # --- sign ---------------------------------------------------------------------
-sign_p = unop("sign", NUMBER, hlo.sign)
+def _sign_lowering(x):
+    if _dtype_of(x).kind != "u":
+        return hlo.sign(x)
+    # stablehlo.sign takes no unsigned integers; their sign is 0 or 1.
+    zero, one = (hlo.broadcast_in_dim(x.type, constant(v, _dtype_of(x)), []) for v in (0, 1))
+    is_zero = hlo.compare(x, zero, hlo.ComparisonDirectionAttr.get("EQ"),
+                          compare_type=hlo.ComparisonTypeAttr.get("UNSIGNED"))
+    return hlo.select(is_zero, zero, one)
+
+
+sign_p = unop("sign", NUMBER, _sign_lowering)
 
 
 def sign(x):
@@ -119,7 +131,8 @@ def _div_transpose(ct, x, y):
 ad.primitive_transposes[div_p] = _div_transpose
 
 # --- rem: the remainder with the sign of the dividend (C fmod) ------------------
-rem_p = naryop("rem", NUMBER, hlo.remainder)
+# Not for complex numbers: XLA has no complex remainder (it crashes compiling one).
+rem_p = naryop("rem", (INT, FLOAT), hlo.remainder)
 rem = _binary(rem_p)
 
 
@@ -158,6 +171,15 @@ ad.defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
 
 # --- integer_pow --------------------------------------------------------------
 integer_pow_p = unop("integer_pow", NUMBER, lambda x, *, y: _integer_pow_lowering(x, y))
+
+
+@integer_pow_p.def_abstract_eval
+def _integer_pow_abstract_eval(x, *, y):
+    check_dtypes("integer_pow", NUMBER, x)
+    if y < 0 and x.dtype.kind in "iu":
+        raise TypeError(f"integer_pow cannot raise integers to the negative power {y}; "
+                        "convert the base to a floating dtype first.")
+    return x
 
 
 def integer_pow(x, y: int):

@@ -15,6 +15,10 @@ def _real_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _complex_dtype(dtype: np.dtype) -> np.dtype:
+    if dtype.kind != "c" and dtype.itemsize < 4:  # float16, bfloat16
+        # XLA has no complex type with 16-bit parts (stablehlo.complex rejects them).
+        raise TypeError(f"complex numbers have float32 or float64 parts, got {dtype.name}; "
+                        "convert to float32 first.")
     return np.dtype(np.complex128 if dtype in (np.float64, np.complex128) else np.complex64)
 
 

@@ -52,8 +52,11 @@ def _convert_lowering(ctx, x, *, new_dtype, weak_type):
         zero = hlo.broadcast_in_dim(x.type, constant(0, aval_in.dtype), [])
         return [hlo.compare(x, zero, hlo.ComparisonDirectionAttr.get("NE"),
                             compare_type=hlo.ComparisonTypeAttr.get(
-                                "FLOAT" if aval_in.dtype.kind == "f" else "SIGNED"))]
+                                _COMPARE_TYPES.get(aval_in.dtype.kind, "FLOAT")))]
     return [hlo.convert(aval_to_ir_type(aval_out), x)]
+
+
+_COMPARE_TYPES = {"i": "SIGNED", "u": "UNSIGNED", "b": "UNSIGNED"}
 
 
 def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
@@ -91,11 +94,15 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
 
     A narrower type adds a trailing axis; a wider one consumes the trailing axis.
     """
-    return bitcast_convert_type_p.bind(operand, new_dtype=np.dtype(new_dtype))
+    return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize_dtype(new_dtype))
 
 
 @bitcast_convert_type_p.def_abstract_eval
 def _bitcast_abstract_eval(x: ShapedArray, *, new_dtype) -> ShapedArray:
+    if x.dtype != new_dtype and (x.dtype.kind in "bc" or new_dtype.kind in "bc"):
+        # XLA stores bools as i1 (not a byte) and has no bit layout for complex numbers.
+        raise TypeError(f"bitcast_convert_type cannot reinterpret {x.dtype.name} as "
+                        f"{new_dtype.name}: booleans and complex numbers have no bitcast.")
     old, new = x.dtype.itemsize, new_dtype.itemsize
     if old == new:
         return ShapedArray(x.shape, new_dtype)

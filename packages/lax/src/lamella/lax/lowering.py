@@ -14,7 +14,7 @@ become private functions, lowered once per module.
 >>> import lamella.core as lc
 >>> import lamella.lax as lax
 >>> closed = lc.make_jaxpr(lax.sin)(np.ones(3, np.float32))
->>> print(lower_jaxpr_to_module(closed, name="f").as_text())  # doctest: +ELLIPSIS
+>>> print(lower_jaxpr_to_module(closed, name="f").as_text(), end="")  # doctest: +ELLIPSIS
 module @jit_f attributes {...} {
   func.func public @main(%arg0: tensor<3xf32>) -> (tensor<3xf32> {...}) {
     %0 = stablehlo.sine %arg0 : tensor<3xf32>

@@ -21,8 +21,8 @@ __all__ = ["full", "full_like", "optimization_barrier", "optimization_barrier_p"
 def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
     """An array of `shape` filled with `fill_value` (a broadcast scalar).
 
-    >>> full((2,), 3.0)
-    Array([3., 3.], dtype=float32)
+    >>> full((2,), 3.0)                 # a Python scalar stays weakly typed
+    Array([3., 3.], dtype=float32, weak_type=True)
     """
     from lamella.lax.conversion import _convert_element_type
     shape = tuple(int(d) for d in shape)
