@@ -22,8 +22,9 @@ def chain(L):
 def mlp_loss(L, reduce_sum, reduce_max, dot):
     def loss(params, images, labels):
         (w1, b1), (w2, b2) = params
-        hidden = L.tanh(L.add(dot(images, w1), b1))
-        logits = L.add(dot(hidden, w2), b2)
+        batch = images.shape[0]
+        hidden = L.tanh(L.add(dot(images, w1), L.broadcast_in_dim(b1, (batch, b1.shape[0]), (1,))))
+        logits = L.add(dot(hidden, w2), L.broadcast_in_dim(b2, (batch, b2.shape[0]), (1,)))
         top = reduce_max(logits, (1,))
         shifted = L.sub(logits, L.broadcast_in_dim(top, logits.shape, (0,)))
         log_norm = L.log(reduce_sum(L.exp(shifted), (1,)))
