@@ -29,8 +29,10 @@ class ShapedArray:
     array_abstraction_level = 1
 
     def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
+        # Abstract-eval rules build avals for every traced operation: skip the
+        # conversions when the shape is already a tuple and the dtype a dtype.
+        self.shape = shape if type(shape) is tuple else tuple(int(d) for d in shape)
+        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
 
     ndim = property(lambda self: len(self.shape))
