@@ -151,3 +151,29 @@ def test_array_scalar_conversions_and_missing_operators():
         float(lax.full((2,), 1.0))
     with pytest.raises(TypeError, match="provided by lamella.numpy"):
         one == 1.5  # noqa: B015
+
+
+def test_custom_pytree_arguments_stay_on_the_cpp_path():
+    from lamella.core.tree_util import register_pytree_node_class
+
+    @register_pytree_node_class
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+        def tree_flatten(self):
+            return (self.a, self.b), None
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(*children)
+
+    g = lc.jit(lambda p: Pair(lax.add(p.a, p.b), lax.mul(p.a, p.b)))
+    calls = []
+    python_path = g.jit_function.call_and_report
+    g.jit_function.call_and_report = lambda *a: (calls.append(1), python_path(*a))[1]
+    x = lax.device_put(X)
+    for _ in range(3):
+        out = g(Pair(x, x))
+        np.testing.assert_array_equal(np.asarray(out.b), X * X)
+    assert len(calls) == 1 and g._cache_size() == 1

@@ -412,6 +412,19 @@ def tree_map_with_path(
 # Registration
 
 
+registered_nodes: list[tuple[type, Callable, Callable]] = []
+_registration_listeners: list[Callable[[type, Callable, Callable], None]] = []
+
+
+def on_register(listener: Callable[[type, Callable, Callable], None]) -> None:
+    """Calls `listener(nodetype, flatten, unflatten)` for every custom node type,
+    those registered so far and later ones (an executor mirrors them into its
+    own flattener, e.g. jaxlib's C++ registry)."""
+    for node in registered_nodes:
+        listener(*node)
+    _registration_listeners.append(listener)
+
+
 def _register(
     nodetype: type,
     flatten: Callable[[Any], tuple],
@@ -420,6 +433,9 @@ def _register(
 ) -> None:
     """Register in both namespaces; ``flatten_with_keys`` returns optree's (children, aux, keys)."""
     optree.register_pytree_node(nodetype, flatten, unflatten, namespace=_NAMESPACE)
+    registered_nodes.append((nodetype, flatten, unflatten))
+    for listener in _registration_listeners:
+        listener(nodetype, flatten, unflatten)
     if flatten_with_keys is None:
         optree.register_pytree_node(
             nodetype,

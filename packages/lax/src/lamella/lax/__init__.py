@@ -17,6 +17,7 @@ from lamella.core import ShapedArray as _ShapedArray  # noqa: E402
 from lamella.core import avals as _avals  # noqa: E402
 from lamella.core import config as _config  # noqa: E402
 from lamella.core import register_executor as _register_executor  # noqa: E402
+from lamella.core import tree_util as _tree_util  # noqa: E402
 from lamella.core.source_info import register_internal_path as _internal  # noqa: E402
 from lamella.core.structural import stop_gradient  # noqa: E402
 from lamella.lax import core_lowerings as _core_lowerings  # noqa: E402, F401
@@ -279,4 +280,5 @@ _runtime.set_x64(_config.read("enable_x64"))
 _config.observe("enable_x64", _runtime.set_x64)
 _runtime.set_disable_jit(_config.read("disable_jit"))
 _config.observe("disable_jit", _runtime.set_disable_jit)
+_tree_util.on_register(_runtime.register_pytree_node)  # custom pytrees stay on the C++ path
 _register_executor(_XlaExecutor())
