@@ -1,0 +1,99 @@
+"""What the control-flow operators share: tracing user functions of pytrees into
+closed jaxprs, and clear errors when types don't line up.
+
+A body or branch is traced with `trace_fun`: the result is a closed jaxpr whose
+leading inputs are the values it closes over (`consts`), so the enclosing
+transformation sees them as ordinary operands of the control-flow primitive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lamella.core import ShapedArray
+from lamella.core.jaxpr import ClosedJaxpr
+from lamella.core.jit import flatten_outputs, fun_name
+from lamella.core.staging import trace_subjaxpr
+from lamella.core.trace import aval_of
+from lamella.core.tree_util import PyTreeDef, tree_unflatten
+
+
+class Traced:
+    """A traced function: `closed` takes (consts..., flat args...)."""
+
+    __slots__ = ("closed", "consts", "out_tree")
+
+    def __init__(self, closed: ClosedJaxpr, consts: list[Any], out_tree: PyTreeDef):
+        self.closed = closed
+        self.consts = consts
+        self.out_tree = out_tree
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return self.closed.out_avals
+
+
+def trace_fun(fun: Callable, in_tree: PyTreeDef, in_avals: Sequence[ShapedArray],
+              what: str) -> Traced:
+    """Traces `fun(*tree_unflatten(in_tree, leaves))` on abstract leaves."""
+    out_trees: list[PyTreeDef] = []
+
+    def flat(*leaves):
+        out = fun(*tree_unflatten(in_tree, leaves))
+        out_flat, tree = flatten_outputs(out, f"{what} ({fun_name(fun)})")
+        out_trees.append(tree)
+        return out_flat
+
+    closed, consts = trace_subjaxpr(flat, list(in_avals))
+    return Traced(closed, consts, out_trees[0])
+
+
+def avals_of(leaves: Sequence[Any]) -> list[ShapedArray]:
+    return [aval_of(x) for x in leaves]
+
+
+def describe_types(tree: PyTreeDef, avals: Sequence[ShapedArray]) -> str:
+    """A pytree of type strings, e.g. `(f32[3], {'b': i32[]})`."""
+    return str(tree_unflatten(tree, [_TypeStr(a) for a in avals]))
+
+
+class _TypeStr:
+    def __init__(self, aval: ShapedArray):
+        self.text = ("weak " if aval.weak_type else "") + aval.str_short()
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def same_types(avals_a: Sequence[ShapedArray], avals_b: Sequence[ShapedArray]) -> bool:
+    """Equal shapes and dtypes (weak types may differ)."""
+    return len(avals_a) == len(avals_b) and all(
+        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(avals_a, avals_b))
+
+
+def check_carry(what: str, in_tree: PyTreeDef, in_avals: Sequence[ShapedArray],
+                out_tree: PyTreeDef, out_avals: Sequence[ShapedArray]) -> None:
+    """The loop carry must keep its structure, shapes and dtypes across iterations."""
+    if in_tree != out_tree or not same_types(in_avals, out_avals):
+        raise TypeError(
+            f"{what} must return a carry with the same structure and types as its input "
+            f"carry.\n  input carry:  {describe_types(in_tree, in_avals)}\n"
+            f"  output carry: {describe_types(out_tree, out_avals)}")
+
+
+def weak_mismatches(in_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedArray]
+                    ) -> list[bool]:
+    """Carry positions that went in weakly typed but came out strongly typed.
+
+    Such carries (e.g. an init of Python 0.0 updated with float32 values) are
+    made strong and the body retraced, as JAX does.
+    """
+    return [a.weak_type and not b.weak_type for a, b in zip(in_avals, out_avals)]
+
+
+def strengthen(leaves: Sequence[Any], which: Sequence[bool]) -> list[Any]:
+    from lamella.lax.conversion import _convert_element_type
+    return [_convert_element_type(x, aval_of(x).dtype, False) if w else x
+            for x, w in zip(leaves, which)]
+
