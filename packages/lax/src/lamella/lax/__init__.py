@@ -58,6 +58,21 @@ from lamella.lax.contraction import (  # noqa: E402
                                      dot_general,
                                      dot_general_p,
 )
+from lamella.lax.control_flow import (  # noqa: E402
+                                     associative_scan,
+                                     cond,
+                                     cond_p,
+                                     custom_linear_solve,
+                                     custom_root,
+                                     fori_loop,
+                                     linear_solve_p,
+                                     map,
+                                     scan,
+                                     scan_p,
+                                     switch,
+                                     while_loop,
+                                     while_p,
+)
 from lamella.lax.conversion import (  # noqa: E402
                                      bitcast_convert_type,
                                      bitcast_convert_type_p,

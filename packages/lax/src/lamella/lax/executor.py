@@ -187,7 +187,8 @@ class XlaExecutor:
 # signature of avals compiles a one-equation program once.
 
 _primitive_programs = _LRU(4096)
-_eager_dispatchers: dict = {}
+# Bounded: primitives carrying jaxprs (control flow) get fresh params per call.
+_eager_dispatchers = _LRU(4096)
 
 
 def _params_key(params: dict) -> Any:
@@ -241,6 +242,6 @@ def apply_primitive(primitive, *args, **params):
             return _run(primitive, _primitive_program(primitive, tuple(map(aval_of, xs)),
                                                       params, params_key), xs)
 
-        dispatch = _eager_dispatchers[(primitive, params_key)] = runtime.make_fast_function(
-            primitive.name, cache_miss, fun=without_cache)
+        dispatch = runtime.make_fast_function(primitive.name, cache_miss, fun=without_cache)
+        _eager_dispatchers.put((primitive, params_key), dispatch)
     return dispatch(*args)
