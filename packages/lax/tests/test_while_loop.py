@@ -269,3 +269,17 @@ def test_carry_type_change_shows_both_carries():
                                         r"\[i32\[\], f32\[3\]\]"):
         while_loop(lambda c: lax.lt(c[0], 3), lambda c: [c[0], c[1]],
                    (np.int32(0), np.zeros(3, np.float32)))
+
+
+def test_eager_calls_reuse_the_trace_while_the_functions_live():
+    traced = []
+
+    def cond(x):
+        return lax.lt(x, 5)
+
+    def body(x):
+        traced.append(1)
+        return lax.add(x, 1)
+    for _ in range(3):
+        assert int(lax.while_loop(cond, body, np.int32(0))) == 5
+    assert len(traced) == 1

@@ -187,8 +187,10 @@ class XlaExecutor:
 # signature of avals compiles a one-equation program once.
 
 _primitive_programs = _LRU(4096)
-# Bounded: primitives carrying jaxprs (control flow) get fresh params per call.
-_eager_dispatchers = _LRU(4096)
+# Bounded (oldest out first): primitives carrying jaxprs get new params per trace.
+# A plain dict keeps the lookup on this hot path as cheap as possible.
+_eager_dispatchers: dict = {}
+_MAX_EAGER_DISPATCHERS = 4096
 
 
 def _params_key(params: dict) -> Any:
@@ -243,5 +245,7 @@ def apply_primitive(primitive, *args, **params):
                                                       params, params_key), xs)
 
         dispatch = runtime.make_fast_function(primitive.name, cache_miss, fun=without_cache)
-        _eager_dispatchers.put((primitive, params_key), dispatch)
+        if len(_eager_dispatchers) >= _MAX_EAGER_DISPATCHERS:
+            _eager_dispatchers.pop(next(iter(_eager_dispatchers)))
+        _eager_dispatchers[(primitive, params_key)] = dispatch
     return dispatch(*args)

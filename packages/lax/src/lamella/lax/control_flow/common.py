@@ -8,14 +8,17 @@ transformation sees them as ordinary operands of the control-flow primitive.
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from lamella.core import ShapedArray
+from lamella.core.config import config
 from lamella.core.jaxpr import ClosedJaxpr
 from lamella.core.jit import flatten_outputs, fun_name
 from lamella.core.staging import trace_subjaxpr
-from lamella.core.trace import aval_of
+from lamella.core.trace import Tracer, aval_of
 from lamella.core.tree_util import PyTreeDef, tree_unflatten
 
 
@@ -97,3 +100,36 @@ def strengthen(leaves: Sequence[Any], which: Sequence[bool]) -> list[Any]:
     return [_convert_element_type(x, aval_of(x).dtype, False) if w else x
             for x, w in zip(leaves, which)]
 
+
+
+class TraceCache:
+    """Reuses traces while the traced functions live, so calling a control-flow
+    operator eagerly in a loop traces (and compiles) once.
+
+    Entries are keyed by the functions (weakly) and the caller's key (argument
+    structure and avals) plus the traced config. A trace that closes over
+    tracers is valid for one call only and is never stored. As in JAX, a
+    function that reads a global which later changes gets the old trace.
+    """
+
+    def __init__(self, per_function: int = 8):
+        self._entries: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._per_function = per_function
+
+    def __call__(self, funs: Sequence[Callable], key: Any, trace: Callable[[], tuple]) -> tuple:
+        """`trace()` returns a tuple whose second item is the list of consts."""
+        try:
+            entries = self._entries.setdefault(funs[0], OrderedDict())
+            full_key = (tuple(map(weakref.ref, funs[1:])), key, config.trace_key())
+        except TypeError:  # a callable that can't be weakly referenced: no reuse
+            return trace()
+        hit = entries.get(full_key)
+        if hit is not None:
+            entries.move_to_end(full_key)
+            return hit
+        result = trace()
+        if not any(isinstance(c, Tracer) for c in result[1]):
+            entries[full_key] = result
+            if len(entries) > self._per_function:
+                entries.popitem(last=False)
+        return result

@@ -23,8 +23,6 @@ lowers to `stablehlo.case`, one region per branch.
 
 from __future__ import annotations
 
-import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,10 +34,16 @@ from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
 from lamella.core.jit import abstractify_args, fun_name
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.structural import broadcast_in_dim
-from lamella.core.trace import Tracer, aval_of, concrete_value, set_current_trace
+from lamella.core.trace import aval_of, concrete_value, set_current_trace
 from lamella.core.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from lamella.core.util import merge_lists, partition_list, weakref_lru_cache
-from lamella.lax.control_flow.common import Traced, describe_types, same_types, trace_fun
+from lamella.lax.control_flow.common import (
+    TraceCache,
+    Traced,
+    describe_types,
+    same_types,
+    trace_fun,
+)
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.logical import clamp, ne, select_n
 from lamella.lax.lowering import (
@@ -156,28 +160,12 @@ def _bind_branches(what: str, index: Any, funs: tuple[Callable, ...], operands: 
 # ---------------------------------------------------------------------------
 # Tracing the branches to jaxprs with one signature.
 
-# Traces are reused while the branch functions live, so calling `cond` eagerly
-# in a loop compiles once; traces that close over tracers are never reused.
-_traces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_TRACES_PER_FUNCTION = 8
+_traces = TraceCache()
 
 
 def _trace_branches(what, funs, labels, in_tree, avals):
-    try:
-        entries = _traces.setdefault(funs[0], OrderedDict())
-        key = (tuple(map(weakref.ref, funs[1:])), in_tree, avals, config.trace_key())
-    except TypeError:  # a callable that can't be weakly referenced: no reuse
-        return _trace_branches_uncached(what, funs, labels, in_tree, avals)
-    hit = entries.get(key)
-    if hit is not None:
-        entries.move_to_end(key)
-        return hit
-    result = _trace_branches_uncached(what, funs, labels, in_tree, avals)
-    if not any(isinstance(c, Tracer) for c in result[1]):
-        entries[key] = result
-        if len(entries) > _TRACES_PER_FUNCTION:
-            entries.popitem(last=False)
-    return result
+    return _traces(funs, (in_tree, avals),
+                   lambda: _trace_branches_uncached(what, funs, labels, in_tree, avals))
 
 
 def _trace_branches_uncached(what, funs, labels, in_tree, avals):

@@ -33,6 +33,7 @@ from lamella.core.trace import aval_of, set_current_trace
 from lamella.core.tree_util import tree_flatten, tree_structure, tree_unflatten
 from lamella.core.util import merge_lists, split_list
 from lamella.lax.control_flow.common import (
+    TraceCache,
     avals_of,
     check_carry,
     describe_types,
@@ -85,11 +86,10 @@ def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_va
     leaves, args_tree = tree_flatten((init_val,))
     carry_tree = tree_structure(init_val)
     while True:
-        avals = avals_of(leaves)
-        cond = trace_fun(cond_fun, args_tree, avals, "while_loop cond_fun")
-        _check_predicate(cond)
-        body = trace_fun(body_fun, args_tree, avals, "while_loop body_fun")
-        check_carry("while_loop body_fun", carry_tree, avals, body.out_tree, body.out_avals)
+        avals = tuple(avals_of(leaves))
+        cond, consts, body = _traces(
+            (cond_fun, body_fun), (args_tree, avals),
+            lambda avals=avals: _trace_loop(cond_fun, body_fun, args_tree, carry_tree, avals))
         # A weakly typed init (a Python scalar) updated with strongly typed values
         # is made strong and the functions retraced, so the carry keeps one type.
         weak = weak_mismatches(avals, body.out_avals)
@@ -100,6 +100,18 @@ def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_va
                         body_jaxpr=body.closed, cond_nconsts=len(cond.consts),
                         body_nconsts=len(body.consts))
     return tree_unflatten(carry_tree, outs)
+
+
+_traces = TraceCache()
+
+
+def _trace_loop(cond_fun, body_fun, args_tree, carry_tree, avals):
+    """(cond, all consts, body): the consts item lets the cache skip closures over tracers."""
+    cond = trace_fun(cond_fun, args_tree, avals, "while_loop cond_fun")
+    _check_predicate(cond)
+    body = trace_fun(body_fun, args_tree, avals, "while_loop body_fun")
+    check_carry("while_loop body_fun", carry_tree, avals, body.out_tree, body.out_avals)
+    return cond, [*cond.consts, *body.consts], body
 
 
 def _check_predicate(cond) -> None:

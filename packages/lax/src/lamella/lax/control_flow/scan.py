@@ -31,8 +31,6 @@ traced bounds it is a `while_loop`.
 from __future__ import annotations
 
 import operator
-import weakref
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
@@ -44,7 +42,7 @@ from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Var, dce_jaxpr, eval_jaxpr
 from lamella.core.jit import abstractify_args, fun_name
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.structural import add_any_p
-from lamella.core.trace import Tracer, aval_of, set_current_trace
+from lamella.core.trace import aval_of, set_current_trace
 from lamella.core.tree_util import (
     keystr,
     tree_flatten,
@@ -56,7 +54,13 @@ from lamella.core.tree_util import (
 )
 from lamella.core.util import merge_lists, split_list, weakref_lru_cache
 from lamella.core.vectorize import vmap
-from lamella.lax.control_flow.common import check_carry, strengthen, trace_fun, weak_mismatches
+from lamella.lax.control_flow.common import (
+    TraceCache,
+    check_carry,
+    strengthen,
+    trace_fun,
+    weak_mismatches,
+)
 from lamella.lax.lowering import (
     _physical,
     aval_to_ir_type,
@@ -208,28 +212,11 @@ def _scan_in_python(f, init, xs, length, reverse):
 # ---------------------------------------------------------------------------
 # Tracing the body.
 
-# Traces are reused while the body function lives, so calling `scan` eagerly in
-# a loop compiles once; traces that close over tracers are never reused.
-_traces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_TRACES_PER_FUNCTION = 8
+_traces = TraceCache()
 
 
 def _trace_body(f, in_tree, avals):
-    try:
-        entries = _traces.setdefault(f, OrderedDict())
-    except TypeError:  # a callable that can't be weakly referenced: no reuse
-        return _trace_body_uncached(f, in_tree, avals)
-    key = (in_tree, avals, config.trace_key())
-    hit = entries.get(key)
-    if hit is not None:
-        entries.move_to_end(key)
-        return hit
-    result = _trace_body_uncached(f, in_tree, avals)
-    if not any(isinstance(c, Tracer) for c in result[1]):
-        entries[key] = result
-        if len(entries) > _TRACES_PER_FUNCTION:
-            entries.popitem(last=False)
-    return result
+    return _traces((f,), (in_tree, avals), lambda: _trace_body_uncached(f, in_tree, avals))
 
 
 def _trace_body_uncached(f, in_tree, avals):
