@@ -82,6 +82,24 @@ from lamella.lax.conversion import (  # noqa: E402
                                      reduce_precision_p,
 )
 from lamella.lax.executor import XlaExecutor as _XlaExecutor  # noqa: E402
+from lamella.lax.fft import FftType, fft, fft_p  # noqa: E402
+from lamella.lax.indexing import (  # noqa: E402
+                                     GatherDimensionNumbers,
+                                     GatherScatterMode,
+                                     ScatterDimensionNumbers,
+                                     gather,
+                                     gather_p,
+                                     scatter,
+                                     scatter_add,
+                                     scatter_add_p,
+                                     scatter_max,
+                                     scatter_max_p,
+                                     scatter_min,
+                                     scatter_min_p,
+                                     scatter_mul,
+                                     scatter_mul_p,
+                                     scatter_p,
+)
 from lamella.lax.logical import (  # noqa: E402  # noqa: E402
                                      and_p,
                                      bitwise_and,
@@ -125,6 +143,13 @@ from lamella.lax.misc import (  # noqa: E402
                                      optimization_barrier,
                                      optimization_barrier_p,
                                      zeros_like_array,
+)
+from lamella.lax.random_bits import (  # noqa: E402
+                                     RandomAlgorithm,
+                                     rng_bit_generator,
+                                     rng_bit_generator_p,
+                                     threefry2x32,
+                                     threefry2x32_p,
 )
 from lamella.lax.reductions import (  # noqa: E402
                                      argmax,
@@ -211,6 +236,7 @@ from lamella.lax.shapes import (  # noqa: E402
                                      squeeze_p,
                                      transpose,
 )
+from lamella.lax.sorting import sort, sort_key_val, sort_p, top_k, top_k_p  # noqa: E402
 from lamella.lax.special import (  # noqa: E402
                                      bessel_i0e,
                                      bessel_i0e_p,
