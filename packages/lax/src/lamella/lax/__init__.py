@@ -81,6 +81,16 @@ from lamella.lax.conversion import (  # noqa: E402
                                      reduce_precision,
                                      reduce_precision_p,
 )
+from lamella.lax.convolution import (  # noqa: E402
+                                     ConvDimensionNumbers,
+                                     ConvGeneralDilatedDimensionNumbers,
+                                     conv,
+                                     conv_dimension_numbers,
+                                     conv_general_dilated,
+                                     conv_general_dilated_p,
+                                     conv_with_general_padding,
+                                     padtype_to_pads,
+)
 from lamella.lax.executor import XlaExecutor as _XlaExecutor  # noqa: E402
 from lamella.lax.fft import FftType, fft, fft_p  # noqa: E402
 from lamella.lax.indexing import (  # noqa: E402
@@ -310,6 +320,17 @@ from lamella.lax.transcendental import (  # noqa: E402
                                      tan_p,
                                      tanh,
                                      tanh_p,
+)
+from lamella.lax.windows import (  # noqa: E402
+                                     reduce_window,
+                                     reduce_window_max_p,
+                                     reduce_window_min_p,
+                                     reduce_window_p,
+                                     reduce_window_sum_p,
+                                     select_and_gather_add,
+                                     select_and_gather_add_p,
+                                     select_and_scatter_add,
+                                     select_and_scatter_add_p,
 )
 
 __version__ = "0.1.0"
