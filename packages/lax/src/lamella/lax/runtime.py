@@ -66,6 +66,7 @@ __all__ = [
     "FastPathData",
     "fast_path_data",
     "make_fast_function",
+    "register_lapack_targets",
 ]
 
 Array = _jax.ArrayImpl
@@ -1003,3 +1004,32 @@ def _explain_deleted_inputs(fast: Callable[..., Any]) -> Callable[..., Any]:
     call._clear_cache = fast._clear_cache
     call.__wrapped__ = fast
     return call
+
+
+# ----------------------------------------------------------------------------
+# jaxlib's LAPACK kernels, as typed-FFI custom-call targets (lamella.lax.linalg).
+
+_lapack_registered = False
+_lapack_lock = threading.Lock()
+
+
+def register_lapack_targets() -> None:
+    """Make jaxlib's CPU LAPACK kernels (``lapack_?potrf_ffi`` ...) callable.
+
+    Idempotent; lamella.lax.linalg calls it before emitting a custom call.
+    ``initialize()`` hands the kernels scipy's BLAS/LAPACK function pointers:
+    without it, executing them crashes the process.
+
+    >>> register_lapack_targets()
+    """
+    global _lapack_registered
+    if _lapack_registered:
+        return
+    with _lapack_lock:
+        if not _lapack_registered:
+            from jaxlib import lapack
+            lapack._lapack.initialize()
+            for name, capsule, api_version in lapack.registrations()["cpu"]:
+                xc.register_custom_call_target(name, capsule, platform="cpu",
+                                               api_version=api_version)
+            _lapack_registered = True
