@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -336,6 +337,7 @@ class JitFunction:
         self._donate_nums, self._donate_names = _resolve_static(
             self._signature, _as_tuple(donate_argnums), _as_tuple(donate_argnames))
         self._cache: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
         self._name = fun_name(fun)
         self._traced_for = traced_for
         self._dispatch: Callable | None = None
@@ -396,22 +398,26 @@ class JitFunction:
         avals = flat_avals or abstractify_args(flat, names, f"jit-compiled {self._name}")
         key = (in_tree, tuple(avals), static_key, config.trace_key())
         try:
-            entry = self._cache.get(key)
+            with self._lock:
+                entry = self._cache.get(key)
+                if entry is not None:
+                    self._cache.move_to_end(key)
+                    return entry, flat
         except TypeError as e:
             raise TypeError(
                 f"Non-hashable static arguments are not supported: calling {self._name} with "
                 f"static arguments {static_key} failed to hash them ({e}). Make static "
                 "arguments hashable (a tuple instead of a list, a frozen dataclass) or pass "
                 "them as traced arrays.") from None
-        if entry is not None:
-            self._cache.move_to_end(key)
-            return entry, flat
+        # Traced without the lock held (tracing may call other jit functions);
+        # racing threads may both trace, and the first stored entry wins.
         entry = self._trace(args, kwargs, dyn_positions, dyn_args, dyn_kwargs, in_tree, avals,
                             names)
         if not entry.hoisted:  # closures over tracers are valid for this call only
-            self._cache[key] = entry
-            if len(self._cache) > self._CACHE_SIZE:
-                self._cache.popitem(last=False)
+            with self._lock:
+                entry = self._cache.setdefault(key, entry)
+                if len(self._cache) > self._CACHE_SIZE:
+                    self._cache.popitem(last=False)
         return entry, flat
 
     def _trace(self, args, kwargs, dyn_positions, dyn_args, dyn_kwargs, in_tree, avals, names):
@@ -458,7 +464,8 @@ class JitFunction:
         return self.trace(*args, **kwargs).out_info
 
     def clear_cache(self) -> None:
-        self._cache.clear()
+        with self._lock:
+            self._cache.clear()
 
 
 def _out_info(entry: _Entry) -> Any:

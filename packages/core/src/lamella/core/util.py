@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -51,22 +52,28 @@ def weakref_lru_cache(maxsize: int = 64) -> Callable:
     """
     def decorator(fn):
         cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # Guards the dicts only: `fn` runs unlocked, since it may recurse into this
+        # or other caches. Racing threads may both derive; the first stored wins.
+        lock = threading.Lock()
 
         @wraps(fn)
         def cached(obj, *key):
             from lamella.core.config import config
-            entries = cache.get(obj)
-            if entries is None:
-                entries = cache[obj] = OrderedDict()
             full_key = (key, config.trace_key())
-            result = entries.get(full_key)
-            if result is None:
-                result = entries[full_key] = fn(obj, *key)
+            with lock:
+                entries = cache.get(obj)
+                if entries is None:
+                    entries = cache[obj] = OrderedDict()
+                result = entries.get(full_key)
+                if result is not None:
+                    entries.move_to_end(full_key)
+                    return result
+            result = fn(obj, *key)
+            with lock:
+                stored = entries.setdefault(full_key, result)
                 if len(entries) > maxsize:
                     entries.popitem(last=False)
-            else:
-                entries.move_to_end(full_key)
-            return result
+            return stored
 
         cached.cache_clear = cache.clear
         return cached
