@@ -13,6 +13,7 @@ TEST_DEPS = ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6.100"]
 LAYERS = {
     "core": ["core"],
     "lax": ["core", "lax"],
+    "numpy_api": ["core", "lax", "numpy_api"],
 }
 
 
@@ -44,6 +45,13 @@ def lax(session: nox.Session) -> None:
     """lamella-lax with lamella-core only."""
     install_layers(session, "lax")
     run_package_tests(session, "lax")
+
+
+@nox.session(python=PYTHON)
+def numpy_api(session: nox.Session) -> None:
+    """lamella-numpy with the layers below it only."""
+    install_layers(session, "numpy_api")
+    run_package_tests(session, "numpy_api")
 
 
 @nox.session(python=PYTHON)

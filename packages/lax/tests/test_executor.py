@@ -177,3 +177,10 @@ def test_custom_pytree_arguments_stay_on_the_cpp_path():
         out = g(Pair(x, x))
         np.testing.assert_array_equal(np.asarray(out.b), X * X)
     assert len(calls) == 1 and g._cache_size() == 1
+
+
+def test_convert_element_type_converts_numpy_values_whose_own_dtype_differs():
+    out = lax.convert_element_type(np.array([1.0, 2.0]), np.float32)
+    assert isinstance(out, lax.Array) and out.dtype == np.float32
+    already = lax.full((2,), 1.0, "float32")
+    assert lax.convert_element_type(already, np.float32) is already

@@ -29,8 +29,11 @@ def _convert_element_type(operand: Any, new_dtype: Any, weak_type: bool) -> Any:
     aval = aval_of(operand)
     # Python scalars always go through the primitive: eagerly it makes an Array,
     # while staging it folds into a literal.
+    # NumPy values whose own dtype differs (float64 seen as float32 without x64)
+    # must really be converted too.
     if aval.dtype == new_dtype and aval.weak_type == weak_type \
-            and not dtypes.is_python_scalar(operand):
+            and not dtypes.is_python_scalar(operand) \
+            and getattr(operand, "dtype", new_dtype) == new_dtype:
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)
 
