@@ -33,6 +33,7 @@ from lamella.numpy.dtypes import (
     uint32,
     uint64,
 )
+from lamella.numpy.products import matmul
 
 __version__ = "0.1.0"
 
@@ -40,5 +41,5 @@ __all__ = [
     "TypePromotionError", "bfloat16", "bool_", "can_cast", "complex64", "complex128",
     "complex_", "dtype", "finfo", "float16", "float32", "float64", "float_", "iinfo",
     "int8", "int16", "int32", "int64", "int_", "isdtype", "issubdtype", "promote_types",
-    "result_type", "uint8", "uint16", "uint32", "uint64",
+    "result_type", "uint8", "uint16", "uint32", "uint64", "matmul",
 ]
