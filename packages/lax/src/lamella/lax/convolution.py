@@ -132,6 +132,19 @@ def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
     return ConvDimensionNumbers(*specs)
 
 
+def padding_pairs(name: str, padding: Any, count: int, per: str) -> tuple[tuple[int, int], ...]:
+    """Explicit padding as `count` (low, high) int pairs, with errors naming `name`;
+    `per` says what each pair belongs to, for the message."""
+    try:
+        pairs = tuple((int(lo), int(hi)) for lo, hi in padding)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: padding must be a string or (low, high) pairs, got "
+                        f"{padding!r}") from None
+    if len(pairs) != count:
+        raise TypeError(f"{name}: padding {pairs} must have one pair per {per}")
+    return pairs
+
+
 def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int],
                     window_strides: Sequence[int], padding: str) -> list[tuple[int, int]]:
     """(low, high) pairs for 'VALID', 'SAME' or 'SAME_LOWER' padding.
@@ -214,14 +227,7 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
         window = _dilate([rhs_shape[d] for d in dnums.rhs_spec[2:]], rhs_dilation)
         padding = padtype_to_pads([lhs_shape[d] for d in dnums.lhs_spec[2:]], window,
                                   window_strides, padding)
-    try:
-        padding = tuple((int(lo), int(hi)) for lo, hi in padding)
-    except (TypeError, ValueError):
-        raise TypeError(f"conv_general_dilated: padding must be a string or (low, high) "
-                        f"pairs, got {padding!r}") from None
-    if len(padding) != n:
-        raise TypeError(f"conv_general_dilated: padding {padding} must have one pair per "
-                        f"spatial dimension ({n})")
+    padding = padding_pairs("conv_general_dilated", padding, n, f"spatial dimension ({n})")
     preferred = None if preferred_element_type is None \
         else dtypes.canonicalize_dtype(preferred_element_type)
     return conv_general_dilated_p.bind(

@@ -29,7 +29,7 @@ from lamella.core import ShapedArray, ad, batching, dtypes
 from lamella.core.structural import reduce_sum_p
 from lamella.core.trace import aval_of
 from lamella.core.tree_util import tree_flatten, tree_unflatten
-from lamella.lax.convolution import padtype_to_pads
+from lamella.lax.convolution import padding_pairs, padtype_to_pads
 from lamella.lax.logical import ge_p, le_p
 from lamella.lax.lowering import (
     aval_to_ir_type,
@@ -88,14 +88,7 @@ def _window_params(name: str, shape: tuple[int, ...], window_dimensions, window_
     window_strides = ints("window_strides", window_strides)
     if isinstance(padding, str):
         padding = padtype_to_pads(shape, window_dimensions, window_strides, padding)
-    try:
-        padding = tuple((int(lo), int(hi)) for lo, hi in padding)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}: padding must be a string or (low, high) pairs, got "
-                        f"{padding!r}") from None
-    if len(padding) != ndim:
-        raise TypeError(f"{name}: padding {padding} must have one pair per operand axis "
-                        f"(operand shape {shape})")
+    padding = padding_pairs(name, padding, ndim, f"operand axis (operand shape {shape})")
     return dict(window_dimensions=window_dimensions, window_strides=window_strides,
                 padding=padding, base_dilation=ints("base_dilation", base_dilation),
                 window_dilation=ints("window_dilation", window_dilation))
