@@ -1,0 +1,145 @@
+"""Helpers every lamella.numpy module shares: turning array-likes into Arrays,
+checking arguments, normalising axes, and reading concrete values.
+
+>>> canonicalize_axis(-1, 3)
+2
+>>> asarray_internal([1, 2.5]).dtype
+dtype('float32')
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from lamella import lax
+from lamella.core import dtypes as core_dtypes
+from lamella.core.errors import ConcretizationTypeError
+from lamella.core.trace import Tracer, aval_of
+from lamella.lax.conversion import _convert_element_type
+from lamella.numpy.dtypes import _as_array, _canonical_and_weak, promote_dtypes
+
+try:
+    from numpy.exceptions import AxisError
+except ImportError:  # NumPy < 1.25
+    from numpy import AxisError  # type: ignore[attr-defined,no-redef]
+
+__all__ = ["AxisError", "asarray_internal", "canonicalize_axis", "canonicalize_axes",
+           "check_arraylike", "concrete_int", "concrete_value", "is_arraylike", "ndim",
+           "shape", "size"]
+
+
+def is_arraylike(x: Any) -> bool:
+    """True for the values lamella.numpy accepts as arrays (no lists: JAX refuses them)."""
+    return isinstance(x, (Tracer, np.ndarray, np.generic, int, float, complex, bool,
+                          lax.Array)) or hasattr(x, "__array__")
+
+
+def check_arraylike(name: str, *args: Any) -> None:
+    """Raises a TypeError naming `name` when an argument is not array-like
+    (lists and tuples included, as in JAX: convert them with `asarray` first)."""
+    for i, x in enumerate(args):
+        if not is_arraylike(x):
+            kind = type(x).__name__
+            hint = (" (lists and tuples are not accepted: wrap it with lamella.numpy.asarray)"
+                    if isinstance(x, (list, tuple)) else "")
+            raise TypeError(f"{name}: argument {i} must be an array, got {kind}{hint}")
+
+
+def asarray_internal(x: Any, dtype: Any = None) -> Any:
+    """`x` (array, scalar, or nested list/tuple of them) as an Array or tracer of its
+    canonical dtype (or `dtype`); Python scalars stay weakly typed."""
+    if isinstance(x, (list, tuple)):
+        if any(isinstance(e, Tracer) or isinstance(e, (list, tuple)) and _has_tracer(e)
+               for e in x):
+            return _stack_traced(x, dtype)
+    x = _as_array(x)
+    if dtype is None:
+        dt, weak = _canonical_and_weak(x)
+    else:
+        dt, weak = core_dtypes.canonicalize_dtype(np.dtype(dtype)), False
+    return _convert_element_type(x, dt, weak)
+
+
+def _has_tracer(seq: Sequence) -> bool:
+    return any(isinstance(e, Tracer) or isinstance(e, (list, tuple)) and _has_tracer(e)
+               for e in seq)
+
+
+def _stack_traced(seq: Sequence, dtype: Any) -> Any:
+    elements = [asarray_internal(e) for e in seq]
+    elements = promote_dtypes(*elements) if dtype is None else [
+        asarray_internal(e, dtype) for e in elements]
+    shapes = {aval_of(e).shape for e in elements}
+    if len(shapes) != 1:
+        raise ValueError(f"setting an array element with a sequence: the nested sequence "
+                         f"has inhomogeneous shapes {sorted(shapes)}")
+    return lax.concatenate([lax.expand_dims(e, (0,)) for e in elements], 0)
+
+
+def shape(x: Any) -> tuple[int, ...]:
+    """The shape of an array-like (tracers included)."""
+    return tuple(aval_of(asarray_internal(x) if isinstance(x, (list, tuple)) else x).shape)
+
+
+def ndim(x: Any) -> int:
+    """The number of dimensions of an array-like."""
+    return len(shape(x))
+
+
+def size(x: Any) -> int:
+    """The number of elements of an array-like."""
+    return int(np.prod(shape(x), dtype=np.int64))
+
+
+def canonicalize_axis(axis: Any, rank: int, name: str = "axis") -> int:
+    """`axis` in [0, rank), accepting negative axes; an AxisError naming the bad axis
+    and the rank otherwise.
+
+    >>> canonicalize_axis(-2, 2)
+    0
+    """
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {axis!r}") from None
+    if not -rank <= axis < rank:
+        raise AxisError(f"{name} {axis} is out of bounds for array of dimension {rank}")
+    return axis % rank if rank else axis
+
+
+def canonicalize_axes(axis: Any, rank: int, name: str = "axis") -> tuple[int, ...]:
+    """`axis` (None for all, an int, or a sequence) as a sorted tuple of distinct
+    non-negative axes."""
+    if axis is None:
+        return tuple(range(rank))
+    if isinstance(axis, (int, np.integer)):
+        return (canonicalize_axis(axis, rank, name),)
+    axes = tuple(canonicalize_axis(a, rank, name) for a in axis)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"repeated {name} in {tuple(axis)}")
+    return tuple(sorted(axes))
+
+
+def concrete_value(x: Any, context: str) -> np.ndarray:
+    """The NumPy value of `x`; under a trace a ConcretizationTypeError that says what
+    needed it (`context`, e.g. "the `size` argument of nonzero")."""
+    if isinstance(x, Tracer):
+        value = x.to_concrete_value()
+        if value is None:
+            raise ConcretizationTypeError(
+                f"{context} must be concrete, but a traced value was passed "
+                f"(shape {aval_of(x).shape}, dtype {aval_of(x).dtype}). Pass it as a "
+                "static argument, or compute it outside the transformed function.")
+        return np.asarray(value)
+    return np.asarray(x)
+
+
+def concrete_int(x: Any, context: str) -> int:
+    """`x` as a Python int, requiring it concrete (see `concrete_value`)."""
+    value = concrete_value(x, context)
+    if value.shape != () or value.dtype.kind not in "biu":
+        raise TypeError(f"{context} must be an integer scalar, got {x!r}")
+    return int(value)
