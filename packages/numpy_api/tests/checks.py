@@ -1,0 +1,21 @@
+"""The shared function checker from lamella.lax's test suite (values against a
+reference, jit vs eager, float64 derivatives against central differences, vmap
+against loops), loaded by path so both suites use one implementation.
+
+    from checks import check
+    check(lambda x: lnp.cumsum(x, 0), [x], lambda x: np.cumsum(x, 0))
+"""
+
+import importlib.util
+import pathlib
+
+_PATH = pathlib.Path(__file__).resolve().parents[2] / "lax" / "tests" / "harness.py"
+_spec = importlib.util.spec_from_file_location("lax_test_harness", _PATH)
+_harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_harness)
+
+check = _harness.check
+check_values = _harness.check_values
+check_jit_matches_eager = _harness.check_jit_matches_eager
+check_grads = _harness.check_grads
+check_vmap = _harness.check_vmap
