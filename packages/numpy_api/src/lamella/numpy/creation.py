@@ -1,0 +1,646 @@
+"""Array creation (jax.numpy's names and dtype rules): from data, filled, ranges,
+grids, triangles and diagonals.
+
+Default dtypes follow JAX: floats are float32 and integers int32 unless x64 is
+enabled; a Python scalar keeps its weak type (`full((2,), 1.0)` is weak float32).
+
+>>> arange(4)
+Array([0, 1, 2, 3], dtype=int32)
+>>> eye(2, k=1)
+Array([[0., 1.],
+       [0., 0.]], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from lamella import lax
+from lamella.core import dtypes as core_dtypes
+from lamella.core import vmap
+from lamella.core.trace import Tracer, aval_of
+from lamella.numpy import ufuncs
+from lamella.numpy.dtypes import result_type
+from lamella.numpy.util import asarray_internal, canonicalize_axis, concrete_value, ndim
+
+__all__ = [
+    "arange", "array", "array_equal", "array_equiv", "asarray", "copy", "diag",
+    "diag_indices", "diag_indices_from", "diagflat", "empty", "empty_like", "eye",
+    "frombuffer", "fromfunction", "full", "full_like", "geomspace", "identity", "indices",
+    "linspace", "logspace", "meshgrid", "mgrid", "ogrid", "ones", "ones_like", "tri",
+    "tril", "tril_indices", "tril_indices_from", "triu", "triu_indices",
+    "triu_indices_from", "zeros", "zeros_like",
+]
+
+
+def _default_float() -> np.dtype:
+    return core_dtypes.canonicalize_dtype(np.float64)
+
+
+def _default_int() -> np.dtype:
+    return core_dtypes.canonicalize_dtype(np.int64)
+
+
+def _dtype_or(dtype: Any, default: np.dtype) -> np.dtype:
+    return default if dtype is None else core_dtypes.canonicalize_dtype(np.dtype(dtype))
+
+
+def _shape_tuple(shape: Any, name: str) -> tuple[int, ...]:
+    shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+    try:
+        shape = tuple(operator.index(concrete_value(d, f"the shape of {name}")) for d in shape)
+    except TypeError:
+        raise TypeError(f"{name}: shape must be a sequence of integers, got {shape!r}") from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{name}: negative dimensions are not allowed, got shape {shape}")
+    return shape
+
+
+# --- from data -------------------------------------------------------------------------
+def _leaves(obj: Any) -> list[Any]:
+    if isinstance(obj, (list, tuple)):
+        return [leaf for item in obj for leaf in _leaves(item)]
+    return [obj]
+
+
+def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = None,
+          ndmin: int = 0) -> Any:
+    """An Array from array-like data: arrays, scalars, nested lists and tuples (which may
+    hold tracers). Lists take the JAX promotion of their elements, so a list of Python
+    floats is float32; a bare Python scalar stays weakly typed.
+
+    >>> array([1, 2.5])
+    Array([1. , 2.5], dtype=float32)
+    >>> array([[1, 2]], dtype=np.int8, ndmin=3).shape
+    (1, 1, 2)
+    """
+    if order not in (None, "K", "A", "C"):
+        raise NotImplementedError(f"array: only C order is supported, got order={order!r}")
+    if isinstance(object, (list, tuple)):
+        leaves = _leaves(object)
+        if dtype is None and leaves:
+            for leaf in leaves:
+                if leaf is None or isinstance(leaf, str):
+                    raise TypeError(f"array: cannot build an array from {type(leaf).__name__} "
+                                    "elements")
+            dtype = result_type(*leaves)
+        if not any(isinstance(leaf, Tracer) for leaf in leaves):
+            object = np.asarray(object, dtype=None if dtype is None else np.dtype(dtype))
+    elif object is None or isinstance(object, str):
+        raise TypeError(f"array: cannot build an array from {type(object).__name__}")
+    elif not isinstance(object, (Tracer, lax.Array, np.ndarray, np.generic, int, float,
+                                 complex, bool)):
+        if hasattr(object, "__array__"):
+            object = np.asarray(object)
+        elif hasattr(object, "__dlpack__"):
+            object = np.from_dlpack(object)
+        else:
+            raise TypeError(f"array: unsupported input type {type(object).__name__}")
+    out = asarray_internal(object, dtype)
+    if ndmin > ndim(out):
+        out = lax.expand_dims(out, tuple(range(ndmin - ndim(out))))
+    return out
+
+
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *,
+            copy: bool | None = None) -> Any:
+    """`a` as an Array (no copy when it already is one of the right dtype).
+
+    >>> asarray([True, False]).dtype
+    dtype('bool')
+    """
+    return array(a, dtype=dtype, copy=bool(copy), order=order)
+
+
+def copy(a: Any, order: str | None = None) -> Any:
+    """A copy of `a` (arrays are immutable, so this is `array(a)`)."""
+    return array(a, copy=True, order=order)
+
+
+def frombuffer(buffer: bytes | Any, dtype: Any = float, count: int = -1,
+               offset: int = 0) -> Any:
+    """A 1-D Array interpreting a bytes-like buffer (NumPy's frombuffer, then on device).
+
+    >>> frombuffer(b"\\x01\\x02", dtype=np.uint8)
+    Array([1, 2], dtype=uint8)
+    """
+    return asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+
+
+# --- filled ----------------------------------------------------------------------------
+def zeros(shape: Any, dtype: Any = None) -> Any:
+    """An array of zeros (float32 by default).
+
+    >>> zeros((2,), np.int32)
+    Array([0, 0], dtype=int32)
+    """
+    return lax.full(_shape_tuple(shape, "zeros"), 0, _dtype_or(dtype, _default_float()))
+
+
+def ones(shape: Any, dtype: Any = None) -> Any:
+    """An array of ones (float32 by default)."""
+    return lax.full(_shape_tuple(shape, "ones"), 1, _dtype_or(dtype, _default_float()))
+
+
+def empty(shape: Any, dtype: Any = None) -> Any:
+    """Like `zeros`: XLA has no uninitialised memory, so "empty" arrays are zeros."""
+    return zeros(shape, dtype)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
+    """An array of `shape` filled with `fill_value` (broadcast when it is an array).
+
+    >>> full((2,), 1.5)
+    Array([1.5, 1.5], dtype=float32, weak_type=True)
+    """
+    shape = _shape_tuple(shape, "full")
+    if dtype is None and isinstance(fill_value, (bool, int, float, complex)):
+        return lax.full(shape, fill_value)  # stays weakly typed
+    fill = asarray_internal(fill_value, dtype)
+    if ndim(fill) == 0:
+        return lax.full(shape, fill)
+    return broadcast_to_shape(fill, shape, "full")
+
+
+def broadcast_to_shape(x: Any, shape: tuple[int, ...], name: str) -> Any:
+    x_shape = aval_of(x).shape
+    lead = len(shape) - len(x_shape)
+    if lead < 0 or any(d not in (1, s) for d, s in zip(x_shape, shape[lead:])):
+        raise ValueError(f"{name}: cannot broadcast an array of shape {x_shape} to shape "
+                         f"{shape}")
+    if x_shape == shape:
+        return x
+    kept = tuple(i for i, d in enumerate(x_shape) if d == shape[lead + i])
+    x = lax.reshape(x, tuple(x_shape[i] for i in kept))
+    return lax.broadcast_in_dim(x, shape, tuple(lead + i for i in kept))
+
+
+def _like(name: str, a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
+    a = asarray_internal(a)
+    aval = aval_of(a)
+    shape = aval.shape if shape is None else _shape_tuple(shape, name)
+    return lax.full(shape, fill, aval.dtype if dtype is None else _dtype_or(dtype, aval.dtype))
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+    """Zeros with the shape and dtype of `a` (or the given ones).
+
+    >>> zeros_like(np.ones((2,), np.int8))
+    Array([0, 0], dtype=int8)
+    """
+    return _like("zeros_like", a, 0, dtype, shape)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+    """Ones with the shape and dtype of `a` (or the given ones)."""
+    return _like("ones_like", a, 1, dtype, shape)
+
+
+def empty_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+    """Like `zeros_like` (XLA has no uninitialised memory)."""
+    return _like("empty_like", a, 0, dtype, shape)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
+    """An array shaped like `a` (dtype of `a` unless given) filled with `fill_value`.
+
+    >>> full_like(np.zeros(2, np.float16), 3)
+    Array([3., 3.], dtype=float16)
+    """
+    a = asarray_internal(a)
+    aval = aval_of(a)
+    shape = aval.shape if shape is None else _shape_tuple(shape, "full_like")
+    dtype = aval.dtype if dtype is None else _dtype_or(dtype, aval.dtype)
+    fill = lax.convert_element_type(asarray_internal(fill_value), dtype)
+    if ndim(fill) == 0:
+        return lax.full(shape, fill)
+    return broadcast_to_shape(fill, shape, "full_like")
+
+
+# --- ranges ----------------------------------------------------------------------------
+def _concrete_scalar(x: Any, name: str, what: str) -> Any:
+    value = concrete_value(x, f"the {what} argument of {name}")
+    if value.ndim:
+        raise ValueError(f"{name}: {what} must be a scalar, got shape {value.shape}")
+    return value.item()
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
+    """Evenly spaced values in [start, stop) (the bounds must be concrete, as in JAX:
+    the length of the result is part of its shape).
+
+    >>> arange(1, 2, 0.25)
+    Array([1.  , 1.25, 1.5 , 1.75], dtype=float32)
+    """
+    values = [start, stop, step]
+    names = ["start", "stop", "step"]
+    args = [_concrete_scalar(v, "arange", n) for v, n in zip(values, names) if v is not None]
+    if any(isinstance(a, complex) for a in args):
+        raise TypeError("arange does not accept complex arguments")
+    dt = _dtype_or(dtype, core_dtypes.canonicalize_dtype(np.result_type(*args)))
+    if stop is None and step is None:
+        return lax.iota(dt, builtins.max(int(np.ceil(args[0])), 0))
+    return asarray_internal(np.arange(*args, dtype=dt))
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+    """`num` evenly spaced samples from `start` to `stop` (arrays broadcast; the new
+    axis is `axis`). Start and stop may be traced; `num` must be concrete.
+
+    >>> linspace(0, 1, 5)
+    Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
+    num = operator.index(concrete_value(num, "the num argument of linspace").item())
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+    dt = _dtype_or(dtype, result_type(start, stop, _default_float()))
+    compute = result_type(dt, _default_float()) if dt.kind in "biu" else dt
+    start = lax.convert_element_type(asarray_internal(start), compute)
+    stop = lax.convert_element_type(asarray_internal(stop), compute)
+    start, stop = ufuncs._broadcast("linspace", start, stop)
+    bshape = aval_of(start).shape
+    axis = canonicalize_axis(axis, len(bshape) + 1)
+    out_shape = (*bshape[:axis], num, *bshape[axis:])
+    div = num - 1 if endpoint else num
+    expand = (lambda v: lax.broadcast_in_dim(
+        v, out_shape, tuple(d for d in range(len(out_shape)) if d != axis)))
+    s, e = expand(start), expand(stop)
+    step = lax.div(lax.sub(stop, start), lax.full_like(start, builtins.max(div, 1)))
+    steps = lax.broadcasted_iota(compute, out_shape, axis)
+    out = lax.add(s, lax.mul(steps, expand(step)))
+    if endpoint and num > 1:
+        # The last sample is exactly `stop`, as NumPy guarantees.
+        last = lax.eq(lax.broadcasted_iota(np.int32, out_shape, axis),
+                      lax.full(out_shape, num - 1, np.int32))
+        out = lax.select(last, e, out)
+    if dt.kind in "iu":
+        out = lax.floor(out)
+    out = lax.convert_element_type(out, dt)
+    if retstep:
+        return out, lax.convert_element_type(step, dt) if div > 0 else ufuncs._const(step, np.nan)
+    return out
+
+
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             base: Any = 10.0, dtype: Any = None, axis: int = 0) -> Any:
+    """`base ** linspace(start, stop, num)`.
+
+    >>> logspace(0, 2, 3)
+    Array([  1.,  10., 100.], dtype=float32)
+    """
+    dt = _dtype_or(dtype, result_type(start, stop, _default_float()))
+    compute = result_type(dt, _default_float()) if dt.kind in "biu" else dt
+    exponents = linspace(start, stop, num, endpoint, dtype=compute, axis=axis)
+    base = lax.convert_element_type(asarray_internal(base), compute)
+    base = lax.expand_dims(base, (canonicalize_axis(axis, ndim(base) + 1),)) if ndim(base) else base
+    return lax.convert_element_type(ufuncs.power(base, exponents), dt)
+
+
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+              dtype: Any = None, axis: int = 0) -> Any:
+    """Samples spaced evenly on a log scale from `start` to `stop` (same-sign endpoints;
+    negative ones give negative samples, as NumPy).
+
+    >>> geomspace(1, 1000, 4)
+    Array([   1.,   10.,  100., 1000.], dtype=float32)
+    """
+    dt = _dtype_or(dtype, result_type(start, stop, _default_float()))
+    compute = result_type(dt, _default_float()) if dt.kind in "biu" else dt
+    start = lax.convert_element_type(asarray_internal(start), compute)
+    stop = lax.convert_element_type(asarray_internal(stop), compute)
+    sign = ufuncs.sign(start)
+    log_start, log_stop = ufuncs.log10(ufuncs.absolute(start)), ufuncs.log10(ufuncs.absolute(stop))
+    out = logspace(log_start, log_stop, num, endpoint, 10.0, compute, axis)
+    s = lax.expand_dims(sign, (canonicalize_axis(axis, ndim(sign) + 1),)) if ndim(sign) else sign
+    out = ufuncs.multiply(s, out)
+    if num > 0:
+        # Pin the endpoints exactly, as NumPy does.
+        axis = canonicalize_axis(axis, ndim(out))
+        idx = lax.broadcasted_iota(np.int32, aval_of(out).shape, axis)
+        first = ufuncs.equal(idx, 0)
+        ends = [(first, start)]
+        if endpoint and num > 1:
+            ends.append((ufuncs.equal(idx, num - 1), stop))
+        for mask, value in ends:
+            value = lax.expand_dims(value, (axis,)) if ndim(value) else value
+            out = ufuncs.where(mask, value, out)
+    return lax.convert_element_type(out, dt)
+
+
+# --- matrices --------------------------------------------------------------------------
+def _tri_mask(n: int, m: int, k: int) -> Any:
+    rows = lax.broadcasted_iota(np.int32, (n, m), 0)
+    cols = lax.broadcasted_iota(np.int32, (n, m), 1)
+    return lax.ge(lax.add(rows, lax.full((n, m), k, np.int32)), cols)
+
+
+def _matrix_size(x: Any, name: str) -> int:
+    return operator.index(concrete_value(x, f"the {name}").item())
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+    """An N×M matrix with ones on the k-th diagonal.
+
+    >>> eye(2, dtype=np.int32)
+    Array([[1, 0],
+           [0, 1]], dtype=int32)
+    """
+    n = _matrix_size(N, "N argument of eye")
+    m = n if M is None else _matrix_size(M, "M argument of eye")
+    k = _matrix_size(k, "k argument of eye")
+    if n < 0 or m < 0:
+        raise ValueError(f"eye: negative dimensions are not allowed, got ({n}, {m})")
+    rows = lax.broadcasted_iota(np.int32, (n, m), 0)
+    cols = lax.broadcasted_iota(np.int32, (n, m), 1)
+    on = lax.eq(lax.add(rows, lax.full((n, m), k, np.int32)), cols)
+    return lax.convert_element_type(on, _dtype_or(dtype, _default_float()))
+
+
+def identity(n: int, dtype: Any = None) -> Any:
+    """The n×n identity matrix."""
+    return eye(n, dtype=dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+    """Ones at and below the k-th diagonal of an N×M matrix.
+
+    >>> tri(2, dtype=np.int32)
+    Array([[1, 0],
+           [1, 1]], dtype=int32)
+    """
+    n = _matrix_size(N, "N argument of tri")
+    m = n if M is None else _matrix_size(M, "M argument of tri")
+    mask = _tri_mask(n, m, _matrix_size(k, "k argument of tri"))
+    return lax.convert_element_type(mask, _dtype_or(dtype, _default_float()))
+
+
+def _triangle(name: str, m: Any, k: int, lower: bool) -> Any:
+    m = asarray_internal(m)
+    shape = aval_of(m).shape
+    if len(shape) < 1:
+        raise ValueError(f"{name}: input must have at least 1 dimension, got a scalar")
+    if len(shape) == 1:
+        m = lax.broadcast_in_dim(m, (shape[0], shape[0]), (1,))
+        shape = (shape[0], shape[0])
+    k = _matrix_size(k, f"k argument of {name}")
+    mask = _tri_mask(shape[-2], shape[-1], k if lower else k - 1)
+    if not lower:
+        mask = lax.bitwise_not(mask)
+    mask = lax.broadcast_in_dim(mask, shape, (len(shape) - 2, len(shape) - 1))
+    return lax.select(mask, m, lax.full_like(m, 0))
+
+
+def tril(m: Any, k: int = 0) -> Any:
+    """`m` with the entries above the k-th diagonal zeroed (on the last two axes).
+
+    >>> tril(np.int32([[1, 2], [3, 4]]))
+    Array([[1, 0],
+           [3, 4]], dtype=int32)
+    """
+    return _triangle("tril", m, k, lower=True)
+
+
+def triu(m: Any, k: int = 0) -> Any:
+    """`m` with the entries below the k-th diagonal zeroed (on the last two axes)."""
+    return _triangle("triu", m, k, lower=False)
+
+
+def _diagonal_of_matrix(x: Any, k: int) -> Any:
+    # The k-th diagonal of an (n, m) matrix is every (c+1)-th element of the
+    # flattened (r, c) block that starts at it: a strided slice, whose
+    # gradient is a cheap pad.
+    n, m = aval_of(x).shape
+    if k >= m or -k >= n:
+        return lax.full((0,), 0, aval_of(x).dtype)
+    block = lax.slice(x, (builtins.max(-k, 0), builtins.max(k, 0)), (n, m))
+    r, c = aval_of(block).shape
+    length = builtins.max(builtins.min(r, c), 0)
+    if length == 0:
+        return lax.full((0,), 0, aval_of(x).dtype)
+    flat = lax.reshape(block, (r * c,))
+    return lax.slice(flat, (0,), ((length - 1) * (c + 1) + 1,), (c + 1,))
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """The k-th diagonal of a matrix, or a matrix with `v` on its k-th diagonal.
+
+    >>> diag(np.int32([1, 2]))
+    Array([[1, 0],
+           [0, 2]], dtype=int32)
+    >>> diag(np.int32([[1, 2], [3, 4]]), k=1)
+    Array([2], dtype=int32)
+    """
+    v = asarray_internal(v)
+    k = _matrix_size(k, "k argument of diag")
+    shape = aval_of(v).shape
+    if len(shape) == 2:
+        return _diagonal_of_matrix(v, k)
+    if len(shape) != 1:
+        raise ValueError(f"diag: input must be 1-D or 2-D, got shape {shape}")
+    n = shape[0] + abs(k)
+    on = eye(n, k=k, dtype=np.bool_)
+    # Row i of the result holds v[i] (k >= 0) or v[i + k] (k < 0).
+    # On the k-th diagonal, entry (r, c) holds v[r] when k >= 0 and v[c] when k < 0.
+    padded = lax.pad(v, lax.full((), 0, aval_of(v).dtype), [(0, abs(k), 0)])
+    spread = lax.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
+    return lax.select(on, spread, lax.full_like(spread, 0))
+
+
+def diagflat(v: Any, k: int = 0) -> Any:
+    """A 2-D array with the flattened `v` on its k-th diagonal."""
+    v = asarray_internal(v)
+    return diag(lax.reshape(v, (int(np.prod(aval_of(v).shape, dtype=np.int64)),)), k)
+
+
+def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
+    """Row and column indices of the lower triangle of an n×m matrix (static sizes).
+
+    >>> tril_indices(2)
+    (Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))
+    """
+    rows, cols = np.tril_indices(n, k, m)
+    return asarray_internal(rows.astype(_default_int())), asarray_internal(
+        cols.astype(_default_int()))
+
+
+def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
+    """Row and column indices of the upper triangle of an n×m matrix (static sizes)."""
+    rows, cols = np.triu_indices(n, k, m)
+    return asarray_internal(rows.astype(_default_int())), asarray_internal(
+        cols.astype(_default_int()))
+
+
+def _square_shape(name: str, arr: Any) -> tuple[int, int]:
+    shape = aval_of(asarray_internal(arr)).shape
+    if len(shape) != 2:
+        raise ValueError(f"{name}: input must be 2-D, got shape {shape}")
+    return shape
+
+
+def tril_indices_from(arr: Any, k: int = 0) -> tuple[Any, Any]:
+    """`tril_indices` for the shape of the 2-D `arr`."""
+    n, m = _square_shape("tril_indices_from", arr)
+    return tril_indices(n, k, m)
+
+
+def triu_indices_from(arr: Any, k: int = 0) -> tuple[Any, Any]:
+    """`triu_indices` for the shape of the 2-D `arr`."""
+    n, m = _square_shape("triu_indices_from", arr)
+    return triu_indices(n, k, m)
+
+
+def diag_indices(n: int, ndim: int = 2) -> tuple[Any, ...]:
+    """Indices of the main diagonal of an n×…×n array (`ndim` copies of arange(n)).
+
+    >>> diag_indices(2)
+    (Array([0, 1], dtype=int32), Array([0, 1], dtype=int32))
+    """
+    if n < 0 or ndim < 0:
+        raise ValueError(f"diag_indices: n and ndim must be non-negative, got {n}, {ndim}")
+    return (lax.iota(_default_int(), n),) * ndim
+
+
+def diag_indices_from(arr: Any) -> tuple[Any, ...]:
+    """`diag_indices` of a square array of any rank."""
+    shape = aval_of(asarray_internal(arr)).shape
+    if len(shape) < 2 or len(set(shape)) != 1:
+        raise ValueError(f"diag_indices_from: input must be square and at least 2-D, got "
+                         f"shape {shape}")
+    return diag_indices(shape[0], len(shape))
+
+
+# --- grids -----------------------------------------------------------------------------
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False,
+             indexing: str = "xy") -> list[Any]:
+    """Coordinate grids from 1-D coordinate vectors ("xy": Cartesian, "ij": matrix).
+
+    >>> [g.shape for g in meshgrid(np.arange(3), np.arange(2))]
+    [(2, 3), (2, 3)]
+    """
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xi = [asarray_internal(x) for x in xi]
+    for i, x in enumerate(xi):
+        if ndim(x) != 1:
+            raise ValueError(f"meshgrid: arguments must be 1-D, argument {i} has shape "
+                             f"{aval_of(x).shape}")
+    shape = [aval_of(x).shape[0] for x in xi]
+    if indexing == "xy" and len(xi) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, x in enumerate(xi):
+        axis = i
+        if indexing == "xy" and len(xi) > 1 and i < 2:
+            axis = 1 - i
+        target = tuple(s if d == axis else 1 for d, s in enumerate(shape)) if sparse else \
+            tuple(shape)
+        out.append(lax.broadcast_in_dim(x, target, (axis,)))
+    return out
+
+
+def indices(dimensions: Sequence[int], dtype: Any = None,
+            sparse: bool = False) -> Any:
+    """An array (or, with `sparse`, a tuple of broadcastable arrays) of grid indices.
+
+    >>> indices((2, 3)).shape
+    (2, 2, 3)
+    """
+    dims = _shape_tuple(dimensions, "indices")
+    dt = _dtype_or(dtype, _default_int())
+    grids = []
+    for axis, size in enumerate(dims):
+        shape = tuple(size if d == axis else 1 for d in range(len(dims))) if sparse else dims
+        grids.append(lax.broadcasted_iota(dt, shape, axis))
+    if sparse:
+        return tuple(grids)
+    if not dims:
+        return lax.full((0,), 0, dt)
+    return lax.concatenate([lax.expand_dims(g, (0,)) for g in grids], 0)
+
+
+def fromfunction(function: Callable[..., Any], shape: Sequence[int], *,
+                 dtype: Any = float, **kwargs: Any) -> Any:
+    """`function` evaluated at every index of `shape`, by vmapping it over each axis, so
+    it may be written for scalar indices.
+
+    >>> fromfunction(lambda i, j: i + j, (2, 2), dtype=np.int32)
+    Array([[0, 1],
+           [1, 2]], dtype=int32)
+    """
+    dims = _shape_tuple(shape, "fromfunction")
+    dt = _dtype_or(dtype, _default_float())
+    fn = lambda *idx: function(*idx, **kwargs)  # noqa: E731
+    for axis in reversed(range(len(dims))):
+        fn = vmap(fn, in_axes=tuple(0 if a == axis else None for a in range(len(dims))))
+    return fn(*[lax.iota(dt, d) for d in dims])
+
+
+class _Grid:
+    """`mgrid[...]` / `ogrid[...]`: dense or open grids from slice notation; a complex
+    step `5j` means five points including the stop, as in NumPy."""
+
+    def __init__(self, sparse: bool, name: str):
+        self.sparse, self.name = sparse, name
+
+    def __getitem__(self, key: Any) -> Any:
+        single = not isinstance(key, tuple)
+        keys = (key,) if single else key
+        axes = [self._axis(k) for k in keys]
+        if single:
+            return axes[0]
+        if self.sparse:
+            return list(meshgrid(*axes, indexing="ij", sparse=True))
+        dtype = result_type(*axes)
+        grids = meshgrid(*[lax.convert_element_type(a, dtype) for a in axes], indexing="ij")
+        return lax.concatenate([lax.expand_dims(g, (0,)) for g in grids], 0)
+
+    def _axis(self, k: Any) -> Any:
+        if not isinstance(k, slice):
+            raise TypeError(f"{self.name}: expected slices like [0:5] or [0:1:5j], got {k!r}")
+        start = 0 if k.start is None else k.start
+        step = 1 if k.step is None else k.step
+        if isinstance(step, complex):
+            return linspace(start, k.stop, int(abs(step)), endpoint=True)
+        return arange(start, k.stop, step)
+
+    def __repr__(self) -> str:
+        return f"lamella.numpy.{self.name}"
+
+
+mgrid = _Grid(sparse=False, name="mgrid")
+ogrid = _Grid(sparse=True, name="ogrid")
+
+
+# --- comparisons of whole arrays ------------------------------------------------------
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
+    """True when both arrays have the same shape and elements (a bool Array).
+
+    >>> array_equal(np.int32([1, 2]), np.float32([1, 2]))
+    Array(True, dtype=bool)
+    """
+    a1, a2 = asarray_internal(a1), asarray_internal(a2)
+    if aval_of(a1).shape != aval_of(a2).shape:
+        return asarray_internal(np.bool_(False))
+    equal = ufuncs.equal(a1, a2)
+    if equal_nan:
+        equal = ufuncs.logical_or(equal, ufuncs.logical_and(ufuncs.isnan(a1), ufuncs.isnan(a2)))
+    return _all(equal)
+
+
+def array_equiv(a1: Any, a2: Any) -> Any:
+    """True when the arrays broadcast together and are elementwise equal."""
+    a1, a2 = asarray_internal(a1), asarray_internal(a2)
+    try:
+        equal = ufuncs.equal(a1, a2)
+    except ValueError:
+        return asarray_internal(np.bool_(False))
+    return _all(equal)
+
+
+def _all(x: Any) -> Any:
+    return lax.reduce_and(x, tuple(range(ndim(x))))
