@@ -9,6 +9,7 @@ nox.options.sessions = ["lint", "core", "tests"]
 
 PYTHON = "3.11"
 TEST_DEPS = ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6.100"]
+DEMO_DEPS = ["scikit-learn>=1.3", "tqdm>=4.60"]  # the digits dataset and a progress bar
 # Each package and the lamella packages it depends on, lowest first.
 LAYERS = {
     "core": ["core"],
@@ -65,7 +66,7 @@ def tests(session: nox.Session) -> None:
     folders = []
     for package in LAYERS:
         folders += ["-e", f"./packages/{package}"]
-    session.install(*folders, *TEST_DEPS)
+    session.install(*folders, *TEST_DEPS, *DEMO_DEPS)  # tests/ runs the demo's training
     for package in LAYERS:
         run_package_tests(session, package)
     session.run("pytest", "tests", "-n", "auto", "-q", *session.posargs)
@@ -89,8 +90,9 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
+    """The README's demo: an MLP learns scikit-learn's digits (bundled, no download)."""
     folders = []
     for package in LAYERS:
         folders += ["-e", f"./packages/{package}"]
-    session.install(*folders)
+    session.install(*folders, *DEMO_DEPS)
     session.run("python", "demo/demo.py", *session.posargs)

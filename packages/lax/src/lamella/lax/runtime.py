@@ -442,6 +442,40 @@ def _array_device(self: Array) -> Device:
     return device_list[0]
 
 
+_DLPACK_CPU, _DLPACK_CUDA = 1, 2
+
+
+def _array_dlpack(self: Array, *, stream: int | None = None, max_version: Any = None,
+                  dl_device: Any = None, copy: bool | None = None) -> Any:
+    # The capsule shares the device buffer: the consumer sees the same memory.
+    if self.is_deleted():
+        raise DeletedArrayError(_deleted_message(self))
+    return _jax.buffer_to_dlpack_managed_tensor(self, stream=stream)
+
+
+def _array_dlpack_device(self: Array) -> tuple[int, int]:
+    device = _array_device(self)
+    kind = _DLPACK_CPU if device.platform == "cpu" else _DLPACK_CUDA
+    return kind, device.local_hardware_id if kind == _DLPACK_CUDA else 0
+
+
+def from_dlpack(x: Any, device: Device | None = None) -> Array:
+    """An Array sharing (or copying) the memory of any DLPack producer on the CPU.
+
+    >>> from_dlpack(np.arange(3, dtype=np.int32))
+    Array([0, 1, 2], dtype=int32)
+    """
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"from_dlpack: {type(x).__name__} does not support the DLPack protocol")
+    device = device or default_device()
+    kind, _ = x.__dlpack_device__()
+    if kind != _DLPACK_CPU:
+        raise ValueError(f"from_dlpack: only CPU DLPack tensors are supported, got device "
+                         f"type {kind}")
+    capsule = x.__dlpack__()
+    return _jax.dlpack_managed_tensor_to_buffer(capsule, device, None)
+
+
 install_array_methods(
     {
         "shape": property(lambda self: self.aval.shape),
@@ -470,6 +504,8 @@ install_array_methods(
         "__ne__": _no_operators,
         "__hash__": None,
         "tolist": lambda self: _host_value(self).tolist(),
+        "__dlpack__": _array_dlpack,
+        "__dlpack_device__": _array_dlpack_device,
     }
 )
 

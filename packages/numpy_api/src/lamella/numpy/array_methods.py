@@ -1,15 +1,20 @@
-"""Operators on lamella Arrays and tracers, installed when lamella.numpy is imported.
+"""Operators and NumPy-style methods on lamella Arrays and tracers, installed when
+lamella.numpy is imported.
 
 `x + y`, `x < y`, `x @ y`, `-x` and friends call the lamella.numpy functions, so
 they promote types and broadcast as jax.numpy does, on concrete Arrays and on
-tracers alike. Item assignment raises: arrays are immutable.
+tracers alike; so do methods like `x.sum(axis=0)` and `x.reshape(2, -1)`.
+Item assignment raises: arrays are immutable (use `x.at[i].set(v)`).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from lamella.core.trace import Tracer
+import numpy as np
+from lamella import lax
+from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
 from lamella.numpy import ufuncs
 from lamella.numpy.products import matmul
@@ -46,6 +51,108 @@ def _setitem(self, index, value):
                     "copy.")
 
 
+# Methods that are the lamella.numpy function of the same name with the array
+# first; looked up at call time because those functions live in modules that
+# import this one's package.
+_DELEGATED = (
+    "all", "any", "argmax", "argmin", "argpartition", "argsort", "choose", "clip",
+    "compress", "conj", "conjugate", "cumprod", "cumsum", "diagonal", "dot", "max", "mean",
+    "min", "nonzero", "prod", "ptp", "repeat", "round", "searchsorted", "sort", "squeeze",
+    "std", "sum", "swapaxes", "take", "trace", "var",
+)
+
+
+def _numpy() -> Any:
+    return importlib.import_module("lamella.numpy")
+
+
+def _delegate(name: str):
+    def method(self, *args, **kwargs):
+        return getattr(_numpy(), name)(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"Same as `lamella.numpy.{name}(self, ...)`."
+    return method
+
+
+def _shape_args(args: tuple) -> Any:
+    # x.reshape(2, 3) and x.reshape((2, 3)) both work, as in NumPy.
+    return args[0] if len(args) == 1 and not isinstance(args[0], int) else args
+
+
+def _reshape(self, *shape, order: str = "C"):
+    return _numpy().reshape(self, _shape_args(shape), order=order)
+
+
+def _transpose(self, *axes):
+    return _numpy().transpose(self, _shape_args(axes) if axes else None)
+
+
+def _astype(self, dtype, copy: bool = False, device: Any = None):
+    from lamella.numpy.util import asarray_internal
+    return lax.convert_element_type(asarray_internal(self), dtype)
+
+
+def _flatten(self, order: str = "C"):
+    return _numpy().ravel(self, order=order)
+
+
+def _view(self, dtype: Any = None, type: Any = None):
+    if type is not None:
+        raise NotImplementedError("view(type=...) is not supported: lamella has one array type")
+    if dtype is None:
+        return self
+    new, old = np.dtype(dtype), aval_of(self).dtype
+    shape = aval_of(self).shape
+    if new.itemsize == old.itemsize:
+        return lax.bitcast_convert_type(self, new)
+    if not shape:
+        raise ValueError(f"view: changing the item size from {old} to {new} needs at least "
+                         "one dimension")
+    if new.itemsize < old.itemsize:  # each item splits into several along the last axis
+        out = lax.bitcast_convert_type(self, new)
+        return lax.reshape(out, (*shape[:-1], shape[-1] * (old.itemsize // new.itemsize)))
+    ratio = new.itemsize // old.itemsize
+    if shape[-1] % ratio:
+        raise ValueError(f"view: the last axis ({shape[-1]}) of a {old} array must be a "
+                         f"multiple of {ratio} to view it as {new}")
+    grouped = lax.reshape(self, (*shape[:-1], shape[-1] // ratio, ratio))
+    return lax.bitcast_convert_type(grouped, new)
+
+
+def _iter(self):
+    shape = aval_of(self).shape
+    if not shape:
+        raise TypeError("iteration over a 0-d array")
+    for i in range(shape[0]):
+        yield lax.index_in_dim(self, i, 0, keepdims=False)
+
+
+def _array_namespace(self, *, api_version: str | None = None):
+    if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+        raise ValueError(f"lamella.numpy implements array API 2023.12, not {api_version!r}")
+    return _numpy()
+
+
+def numpy_methods() -> dict[str, Any]:
+    """The NumPy-style methods and properties lamella.numpy gives Arrays and tracers."""
+    methods: dict[str, Any] = {name: _delegate(name) for name in _DELEGATED}
+    methods.update({
+        "reshape": _reshape, "transpose": _transpose, "astype": _astype,
+        "flatten": _flatten, "ravel": _flatten, "view": _view, "__iter__": _iter,
+        "copy": lambda self: _numpy().array(self, copy=True),
+        "T": property(lambda self: _numpy().transpose(self)),
+        "mT": property(lambda self: _numpy().matrix_transpose(self)),
+        "real": property(lambda self: ufuncs.real(self)),
+        "imag": property(lambda self: ufuncs.imag(self)),
+        "nbytes": property(lambda self: aval_of(self).dtype.itemsize * self.size),
+        "itemsize": property(lambda self: aval_of(self).dtype.itemsize),
+        "__array_namespace__": _array_namespace,
+        "__round__": lambda self, ndigits=None: _numpy().round(self, ndigits or 0),
+        "__contains__": lambda self, item: bool(_numpy().any(ufuncs.equal(self, item))),
+    })
+    return methods
+
+
 def operator_methods() -> dict[str, Any]:
     """The dunder methods lamella.numpy gives Arrays and tracers."""
     methods: dict[str, Any] = {"__setitem__": _setitem, "__hash__": None}
@@ -60,7 +167,7 @@ def operator_methods() -> dict[str, Any]:
 
 
 def install() -> None:
-    methods = operator_methods()
+    methods = {**operator_methods(), **numpy_methods()}
     runtime.install_array_methods(methods)
     for name, method in methods.items():
         setattr(Tracer, name, method)

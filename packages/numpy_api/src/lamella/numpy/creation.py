@@ -60,6 +60,14 @@ def _shape_tuple(shape: Any, name: str) -> tuple[int, ...]:
     return shape
 
 
+def _place(x: Any, device: Any) -> Any:
+    # `device=` as in jax.numpy and the array API: committed to that device when
+    # concrete (a no-op while tracing, where placement is the caller's).
+    if device is None or isinstance(x, Tracer):
+        return x
+    return lax.device_put(x, device)
+
+
 # --- from data -------------------------------------------------------------------------
 def _leaves(obj: Any) -> list[Any]:
     if isinstance(obj, (list, tuple)):
@@ -68,7 +76,7 @@ def _leaves(obj: Any) -> list[Any]:
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = None,
-          ndmin: int = 0) -> Any:
+          ndmin: int = 0, *, device: Any = None) -> Any:
     """An Array from array-like data: arrays, scalars, nested lists and tuples (which may
     hold tracers). Lists take the JAX promotion of their elements, so a list of Python
     floats is float32; a bare Python scalar stays weakly typed.
@@ -103,17 +111,17 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     out = asarray_internal(object, dtype)
     if ndmin > ndim(out):
         out = lax.expand_dims(out, tuple(range(ndmin - ndim(out))))
-    return out
+    return _place(out, device)
 
 
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *,
-            copy: bool | None = None) -> Any:
+            copy: bool | None = None, device: Any = None) -> Any:
     """`a` as an Array (no copy when it already is one of the right dtype).
 
     >>> asarray([True, False]).dtype
     dtype('bool')
     """
-    return array(a, dtype=dtype, copy=bool(copy), order=order)
+    return _place(array(a, dtype=dtype, copy=bool(copy), order=order), device)
 
 
 def copy(a: Any, order: str | None = None) -> Any:
@@ -132,26 +140,28 @@ def frombuffer(buffer: bytes | Any, dtype: Any = float, count: int = -1,
 
 
 # --- filled ----------------------------------------------------------------------------
-def zeros(shape: Any, dtype: Any = None) -> Any:
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of zeros (float32 by default).
 
     >>> zeros((2,), np.int32)
     Array([0, 0], dtype=int32)
     """
-    return lax.full(_shape_tuple(shape, "zeros"), 0, _dtype_or(dtype, _default_float()))
+    out = lax.full(_shape_tuple(shape, "zeros"), 0, _dtype_or(dtype, _default_float()))
+    return _place(out, device)
 
 
-def ones(shape: Any, dtype: Any = None) -> Any:
+def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of ones (float32 by default)."""
-    return lax.full(_shape_tuple(shape, "ones"), 1, _dtype_or(dtype, _default_float()))
+    out = lax.full(_shape_tuple(shape, "ones"), 1, _dtype_or(dtype, _default_float()))
+    return _place(out, device)
 
 
-def empty(shape: Any, dtype: Any = None) -> Any:
+def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """Like `zeros`: XLA has no uninitialised memory, so "empty" arrays are zeros."""
-    return zeros(shape, dtype)
+    return zeros(shape, dtype, device=device)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of `shape` filled with `fill_value` (broadcast when it is an array).
 
     >>> full((2,), 1.5)
@@ -159,11 +169,11 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
     """
     shape = _shape_tuple(shape, "full")
     if dtype is None and isinstance(fill_value, (bool, int, float, complex)):
-        return lax.full(shape, fill_value)  # stays weakly typed
+        return _place(lax.full(shape, fill_value), device)  # stays weakly typed
     fill = asarray_internal(fill_value, dtype)
     if ndim(fill) == 0:
-        return lax.full(shape, fill)
-    return broadcast_to_shape(fill, shape, "full")
+        return _place(lax.full(shape, fill), device)
+    return _place(broadcast_to_shape(fill, shape, "full"), device)
 
 
 def broadcast_to_shape(x: Any, shape: tuple[int, ...], name: str) -> Any:
@@ -186,26 +196,30 @@ def _like(name: str, a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
     return lax.full(shape, fill, aval.dtype if dtype is None else _dtype_or(dtype, aval.dtype))
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *,
+               device: Any = None) -> Any:
     """Zeros with the shape and dtype of `a` (or the given ones).
 
     >>> zeros_like(np.ones((2,), np.int8))
     Array([0, 0], dtype=int8)
     """
-    return _like("zeros_like", a, 0, dtype, shape)
+    return _place(_like("zeros_like", a, 0, dtype, shape), device)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *,
+              device: Any = None) -> Any:
     """Ones with the shape and dtype of `a` (or the given ones)."""
-    return _like("ones_like", a, 1, dtype, shape)
+    return _place(_like("ones_like", a, 1, dtype, shape), device)
 
 
-def empty_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+def empty_like(a: Any, dtype: Any = None, shape: Any = None, *,
+               device: Any = None) -> Any:
     """Like `zeros_like` (XLA has no uninitialised memory)."""
-    return _like("empty_like", a, 0, dtype, shape)
+    return _place(_like("empty_like", a, 0, dtype, shape), device)
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
+              device: Any = None) -> Any:
     """An array shaped like `a` (dtype of `a` unless given) filled with `fill_value`.
 
     >>> full_like(np.zeros(2, np.float16), 3)
@@ -217,8 +231,8 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> 
     dtype = aval.dtype if dtype is None else _dtype_or(dtype, aval.dtype)
     fill = lax.convert_element_type(asarray_internal(fill_value), dtype)
     if ndim(fill) == 0:
-        return lax.full(shape, fill)
-    return broadcast_to_shape(fill, shape, "full_like")
+        return _place(lax.full(shape, fill), device)
+    return _place(broadcast_to_shape(fill, shape, "full_like"), device)
 
 
 # --- ranges ----------------------------------------------------------------------------
@@ -229,7 +243,8 @@ def _concrete_scalar(x: Any, name: str, what: str) -> Any:
     return value.item()
 
 
-def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
+           device: Any = None) -> Any:
     """Evenly spaced values in [start, stop) (the bounds must be concrete, as in JAX:
     the length of the result is part of its shape).
 
@@ -243,12 +258,13 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
         raise TypeError("arange does not accept complex arguments")
     dt = _dtype_or(dtype, core_dtypes.canonicalize_dtype(np.result_type(*args)))
     if stop is None and step is None:
-        return lax.iota(dt, builtins.max(int(np.ceil(args[0])), 0))
-    return asarray_internal(np.arange(*args, dtype=dt))
+        return _place(lax.iota(dt, builtins.max(int(np.ceil(args[0])), 0)), device)
+    return _place(asarray_internal(np.arange(*args, dtype=dt)), device)
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
-             retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+             retstep: bool = False, dtype: Any = None, axis: int = 0, *,
+             device: Any = None) -> Any:
     """`num` evenly spaced samples from `start` to `stop` (arrays broadcast; the new
     axis is `axis`). Start and stop may be traced; `num` must be concrete.
 
@@ -283,7 +299,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     out = lax.convert_element_type(out, dt)
     if retstep:
         return out, lax.convert_element_type(step, dt) if div > 0 else ufuncs._const(step, np.nan)
-    return out
+    return _place(out, device)
 
 
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
@@ -343,7 +359,8 @@ def _matrix_size(x: Any, name: str) -> int:
     return operator.index(concrete_value(x, f"the {name}").item())
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *,
+        device: Any = None) -> Any:
     """An N×M matrix with ones on the k-th diagonal.
 
     >>> eye(2, dtype=np.int32)
@@ -358,7 +375,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     rows = lax.broadcasted_iota(np.int32, (n, m), 0)
     cols = lax.broadcasted_iota(np.int32, (n, m), 1)
     on = lax.eq(lax.add(rows, lax.full((n, m), k, np.int32)), cols)
-    return lax.convert_element_type(on, _dtype_or(dtype, _default_float()))
+    return _place(lax.convert_element_type(on, _dtype_or(dtype, _default_float())), device)
 
 
 def identity(n: int, dtype: Any = None) -> Any:
