@@ -696,3 +696,17 @@ def test_docstring_examples():
         for mod in (mlir_context, runtime):
             result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
             assert result.failed == 0 and result.attempted > 0
+
+
+def test_dlpack_round_trip_shares_cpu_memory():
+    x = runtime.device_put(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert x.__dlpack_device__() == (1, 0)
+    host = np.from_dlpack(x)
+    np.testing.assert_array_equal(host, np.arange(6, dtype=np.float32).reshape(2, 3))
+    back = runtime.from_dlpack(np.arange(4, dtype=np.int16))
+    assert back.dtype == np.int16 and back.shape == (4,)
+    np.testing.assert_array_equal(np.asarray(back), np.arange(4))
+    # 64-bit data is narrowed like every host value when x64 is off.
+    assert runtime.from_dlpack(np.arange(2.0)).dtype == np.float32
+    with pytest.raises(TypeError, match="DLPack"):
+        runtime.from_dlpack([1, 2])

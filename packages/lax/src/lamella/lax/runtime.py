@@ -472,8 +472,12 @@ def from_dlpack(x: Any, device: Device | None = None) -> Array:
     if kind != _DLPACK_CPU:
         raise ValueError(f"from_dlpack: only CPU DLPack tensors are supported, got device "
                          f"type {kind}")
-    capsule = x.__dlpack__()
-    return _jax.dlpack_managed_tensor_to_buffer(capsule, device, None)
+    host = np.from_dlpack(x)  # a view: it reads the shape and dtype without a copy
+    if _canonical_dtype(host.dtype) != host.dtype:
+        return device_put(host, device)  # narrowed to 32 bits: a copy
+    buffer = _jax.dlpack_managed_tensor_to_buffer(x.__dlpack__(), device, None)
+    aval = _make_aval(host.shape, host.dtype, False)
+    return Array(aval, sharding_for(device), [buffer], False, _skip_checks=True)
 
 
 install_array_methods(
