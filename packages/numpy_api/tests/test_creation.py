@@ -183,10 +183,12 @@ def test_index_helpers():
     for got, want in [(c.tril_indices(3, 1), np.tril_indices(3, 1)),
                       (c.triu_indices(3, 0, 4), np.triu_indices(3, 0, 4)),
                       (c.diag_indices(3, 3), np.diag_indices(3, 3)),
-                      (c.tril_indices_from(np.ones((2, 3))), np.tril_indices_from(np.ones((2, 3)))),
+                      (c.tril_indices_from(np.ones((2, 3))),
+                       np.tril_indices_from(np.ones((2, 3)))),
                       (c.triu_indices_from(np.ones((3, 3)), 1),
                        np.triu_indices_from(np.ones((3, 3)), 1)),
-                      (c.diag_indices_from(np.ones((2, 2))), np.diag_indices_from(np.ones((2, 2))))]:
+                      (c.diag_indices_from(np.ones((2, 2))),
+                       np.diag_indices_from(np.ones((2, 2))))]:
         for g, w in zip(got, want):
             same(g, w.astype(np.int32), np.int32)
     with pytest.raises(ValueError, match="square"):

@@ -1,0 +1,142 @@
+"""What makes lamella.numpy an array API standard namespace beyond jax.numpy's names:
+the version, the inspection object, `astype`, `from_dlpack`, constants, and small
+introspection helpers NumPy also has (`ndim`, `isscalar`, `iscomplexobj`, ...).
+
+>>> astype(np.int32([1, 2]), np.float16)
+Array([1., 2.], dtype=float16)
+>>> __array_namespace_info__().default_dtypes()["real floating"]
+dtype('float32')
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+from lamella import lax
+from lamella.core import dtypes as core_dtypes
+from lamella.core.trace import Tracer, aval_of
+from lamella.lax import runtime
+from lamella.numpy import dtypes, ufuncs
+from lamella.numpy.util import asarray_internal, ndim, shape, size
+
+__all__ = [
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_invert",
+    "bitwise_left_shift", "bitwise_right_shift", "bool", "pow",
+    "__array_api_version__", "__array_namespace_info__", "astype", "e", "euler_gamma",
+    "from_dlpack", "inf", "iscomplex", "iscomplexobj", "isreal", "isrealobj", "isscalar",
+    "nan", "ndim", "newaxis", "pi", "shape", "size",
+]
+
+__array_api_version__ = "2023.12"
+
+e = np.e
+pi = np.pi
+inf = np.inf
+nan = np.nan
+euler_gamma = np.euler_gamma
+newaxis = None
+
+# The array API's spellings of NumPy's functions (jax.numpy has both).
+acos, acosh, asin, asinh = ufuncs.arccos, ufuncs.arccosh, ufuncs.arcsin, ufuncs.arcsinh
+atan, atan2, atanh = ufuncs.arctan, ufuncs.arctan2, ufuncs.arctanh
+bitwise_invert = ufuncs.invert
+bitwise_left_shift, bitwise_right_shift = ufuncs.left_shift, ufuncs.right_shift
+pow = ufuncs.power
+bool = dtypes.bool_
+
+
+def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Any:
+    """`x` converted to `dtype` (the array API's spelling of `x.astype(dtype)`).
+
+    >>> astype(np.float32([1.7]), np.int32)
+    Array([1], dtype=int32)
+    """
+    x = asarray_internal(x)
+    out = lax.convert_element_type(x, core_dtypes.canonicalize_dtype(np.dtype(dtype)))
+    if device is not None and not isinstance(out, Tracer):
+        out = lax.device_put(out, device)
+    return out
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: builtins.bool | None = None) -> Any:
+    """An Array from any DLPack producer on the CPU (NumPy arrays, torch tensors...).
+
+    >>> from_dlpack(np.arange(2, dtype=np.int32))
+    Array([0, 1], dtype=int32)
+    """
+    return runtime.from_dlpack(x, device)
+
+
+def isscalar(element: Any) -> builtins.bool:
+    """True for Python and NumPy scalars and 0-d arrays (as in jax.numpy).
+
+    >>> isscalar(1.0), isscalar(np.ones(2))
+    (True, False)
+    """
+    if isinstance(element, (np.generic, int, float, complex, builtins.bool)):
+        return True
+    if isinstance(element, (Tracer, lax.Array, np.ndarray)):
+        return aval_of(element).shape == () if not isinstance(element, np.ndarray) \
+            else element.ndim == 0
+    return False
+
+
+def iscomplexobj(x: Any) -> builtins.bool:
+    """True when `x` has a complex dtype (whatever its values)."""
+    if x is None:
+        return False
+    return dtypes.issubdtype(dtypes.dtype(x), np.complexfloating)
+
+
+def isrealobj(x: Any) -> builtins.bool:
+    """True when `x` does not have a complex dtype."""
+    return not iscomplexobj(x)
+
+
+def iscomplex(x: Any) -> Any:
+    """Elementwise: a nonzero imaginary part."""
+    return ufuncs.not_equal(ufuncs.imag(x), 0)
+
+
+def isreal(x: Any) -> Any:
+    """Elementwise: a zero imaginary part."""
+    return ufuncs.equal(ufuncs.imag(x), 0)
+
+
+class _NamespaceInfo:
+    """The array API's inspection object (`__array_namespace_info__()`)."""
+
+    def capabilities(self) -> dict[str, builtins.bool]:
+        # Boolean-mask indexing and unique/nonzero need concrete data: their
+        # output shape depends on it (outside jit they work).
+        return {"boolean indexing": True, "data-dependent shapes": True,
+                "max dimensions": 64}
+
+    def default_device(self) -> Any:
+        return runtime.default_device()
+
+    def devices(self) -> list[Any]:
+        return runtime.devices()
+
+    def default_dtypes(self, *, device: Any = None) -> dict[str, np.dtype]:
+        canon = core_dtypes.canonicalize_dtype
+        return {"real floating": canon(np.dtype(np.float64)),
+                "complex floating": canon(np.dtype(np.complex128)),
+                "integral": canon(np.dtype(np.int64)), "indexing": canon(np.dtype(np.int64))}
+
+    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, np.dtype]:
+        names = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                 "uint64", "float32", "float64", "complex64", "complex128"]
+        available = {n: np.dtype(n) for n in names
+                     if core_dtypes.canonicalize_dtype(np.dtype(n)) == np.dtype(n)}
+        if kind is None:
+            return available
+        return {n: d for n, d in available.items() if dtypes.isdtype(d, kind)}
+
+
+def __array_namespace_info__() -> _NamespaceInfo:
+    """The inspection object of the array API standard (2023.12)."""
+    return _NamespaceInfo()
+
