@@ -237,3 +237,10 @@ def test_array_equal_and_equiv():
     assert bool(c.array_equiv(np.ones((2, 2)), np.ones(2)))
     assert not bool(c.array_equiv(np.ones((2, 2)), np.ones(3)))
     assert bool(lc.jit(c.array_equal)(np.int32([1, 2]), np.int32([1, 2])))
+
+
+def test_arange_with_only_step_counts_from_zero_and_rejects_zero_step():
+    same(c.arange(0, step=2), np.arange(0, step=2).astype(np.int32), np.int32)
+    same(c.arange(5, step=2), np.arange(5, step=2).astype(np.int32), np.int32)
+    with pytest.raises(ValueError, match="step must not be zero"):
+        c.arange(0, 5, 0)

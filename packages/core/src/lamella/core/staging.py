@@ -38,21 +38,21 @@ class JaxprTracer(Tracer):
     """A value being staged: it stands for a variable (or a literal) of the jaxpr
     under construction."""
 
-    __slots__ = ("var",)
+    __slots__ = ("_var",)  # not "var": lamella.numpy gives tracers a var() method
 
     def __init__(self, trace: StagingTrace, var: Var | Literal):
         self._trace = trace
-        self.var = var
+        self._var = var
 
     @property
     def aval(self) -> ShapedArray:
-        return self.var.aval
+        return self._var.aval
 
     def _origin(self) -> str:
-        return self._trace.origin_of(self.var)
+        return self._trace.origin_of(self._var)
 
     def _creation_site(self):
-        return next((e.source_info for e in self._trace.eqns if self.var in e.outvars), None)
+        return next((e.source_info for e in self._trace.eqns if self._var in e.outvars), None)
 
 
 class StagingTrace(Trace):
@@ -77,7 +77,7 @@ class StagingTrace(Trace):
 
     def to_atom(self, x: Any) -> Var | Literal:
         if isinstance(x, JaxprTracer) and x._trace is self:
-            return x.var
+            return x._var
         if isinstance(x, Tracer):
             check_foreign_tracer(x)
             return self._const_var(x, x.aval)
@@ -106,7 +106,7 @@ class StagingTrace(Trace):
                 literal = literal_if_scalar(value, aval)
                 return JaxprTracer(self, literal if literal is not None
                                    else self._const_var(value, aval))
-        invars = [x.var if type(x) is JaxprTracer and x._trace is self else self.to_atom(x)
+        invars = [x._var if type(x) is JaxprTracer and x._trace is self else self.to_atom(x)
                   for x in args]
         source = user_frame(2)
         rule = primitive._abstract_eval or primitive.abstract_eval

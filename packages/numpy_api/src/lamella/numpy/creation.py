@@ -251,15 +251,18 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     >>> arange(1, 2, 0.25)
     Array([1.  , 1.25, 1.5 , 1.75], dtype=float32)
     """
-    values = [start, stop, step]
-    names = ["start", "stop", "step"]
-    args = [_concrete_scalar(v, "arange", n) for v, n in zip(values, names) if v is not None]
-    if any(isinstance(a, complex) for a in args):
+    if stop is None:  # arange(n) and arange(n, step=k) count from zero
+        start, stop = 0, start
+    start, stop = (_concrete_scalar(v, "arange", n) for v, n in ((start, "start"), (stop, "stop")))
+    step = 1 if step is None else _concrete_scalar(step, "arange", "step")
+    if any(isinstance(a, complex) for a in (start, stop, step)):
         raise TypeError("arange does not accept complex arguments")
-    dt = _dtype_or(dtype, core_dtypes.canonicalize_dtype(np.result_type(*args)))
-    if stop is None and step is None:
-        return _place(lax.iota(dt, builtins.max(int(np.ceil(args[0])), 0)), device)
-    return _place(asarray_internal(np.arange(*args, dtype=dt)), device)
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    dt = _dtype_or(dtype, core_dtypes.canonicalize_dtype(np.result_type(start, stop, step)))
+    if start == 0 and step == 1 and dt.kind in "iu" and isinstance(stop, int):
+        return _place(lax.iota(dt, builtins.max(stop, 0)), device)
+    return _place(asarray_internal(np.arange(start, stop, step, dtype=dt)), device)
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,

@@ -356,7 +356,7 @@ class _ScalarType:
             return self.dtype == other.dtype
         try:
             return bool(self.dtype == np.dtype(other))
-        except TypeError:
+        except (TypeError, ValueError):  # not dtype-like at all
             return False
 
     def __hash__(self) -> int:
