@@ -148,3 +148,9 @@ def test_wrong_dtype_argument_is_named():
         lnp.zeros(3, dtype="float33")
     with pytest.raises(TypeError):
         lnp.ones(2).astype("no such type")
+
+
+def test_to_device_commits_to_the_device():
+    from lamella import lax
+    x = lnp.ones(2)
+    assert not x.committed and x.to_device(lax.devices()[0]).committed

@@ -4,7 +4,7 @@ derivatives, vmap and jit; errors."""
 
 import numpy as np
 import pytest
-from checks import check_grads, check_values, check_vmap
+from checks import check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,18 +13,6 @@ from lamella import lax
 from lamella.numpy import polynomial as pl
 
 RNG = np.random.default_rng(0)
-
-
-def check(fun, args, reference, *, diff_argnums=(0,), rtol=None, atol=None, vmap=True):
-    """The shared checker's parts, with jit compared to eager to a few ulps: XLA may
-    fuse multiply-adds under jit."""
-    check_values(fun, args, reference, rtol, atol)
-    eager, jitted = fun(*args), lc.jit(fun)(*args)
-    np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager), rtol=1e-6, atol=1e-6)
-    if diff_argnums:
-        check_grads(fun, args, diff_argnums)
-    if vmap:
-        check_vmap(fun, args)
 
 
 def assert_close(got, want, dtype, tol=1e-5):

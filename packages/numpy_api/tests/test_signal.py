@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from checks import check_grads, check_values, check_vmap
+from checks import check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,19 +26,6 @@ def _data(shape, dtype):
     if np.dtype(dtype).kind == "c":
         x = x + 1j * RNG.standard_normal(shape)
     return x.astype(dtype)
-
-
-def check(fun, args, reference, *, diff_argnums=(0,), rtol=None, atol=None, vmap=True):
-    """The shared checker's parts, with jit compared to eager to a few ulps: XLA may
-    fuse a * b - c * d into fused multiply-adds under jit."""
-    check_values(fun, args, reference, rtol, atol)
-    eager, jitted = fun(*args), lc.jit(fun)(*args)
-    np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager), rtol=1e-6, atol=1e-6)
-    assert np.asarray(jitted).dtype == np.asarray(eager).dtype
-    if diff_argnums:
-        check_grads(fun, args, diff_argnums)
-    if vmap:
-        check_vmap(fun, args)
 
 
 def assert_close(got, want, dtype, tol=2e-5):

@@ -127,6 +127,12 @@ def _iter(self):
         yield lax.index_in_dim(self, i, 0, keepdims=False)
 
 
+def _to_device(self, device: Any, /, *, stream: Any = None):
+    if isinstance(self, Tracer):
+        return self  # placement of traced values is the caller's
+    return lax.device_put(self, device)
+
+
 def _array_namespace(self, *, api_version: str | None = None):
     if api_version not in (None, "2021.12", "2022.12", "2023.12"):
         raise ValueError(f"lamella.numpy implements array API 2023.12, not {api_version!r}")
@@ -146,7 +152,7 @@ def numpy_methods() -> dict[str, Any]:
         "imag": property(lambda self: ufuncs.imag(self)),
         "nbytes": property(lambda self: aval_of(self).dtype.itemsize * self.size),
         "itemsize": property(lambda self: aval_of(self).dtype.itemsize),
-        "__array_namespace__": _array_namespace,
+        "__array_namespace__": _array_namespace, "to_device": _to_device,
         "__round__": lambda self, ndigits=None: _numpy().round(self, ndigits or 0),
         "__contains__": lambda self, item: bool(_numpy().any(ufuncs.equal(self, item))),
     })
