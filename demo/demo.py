@@ -1,90 +1,179 @@
-"""lamella demo: recover a damped oscillator's parameters by differentiating its model.
+"""lamella demo: train an MLP to read handwritten digits, end to end.
 
-Uses lamella.core alone (no compiler): the model is written with five
-NumPy-backed primitives defined below the way a user adds primitives (impl,
-abstract eval, JVP or transpose rule, batching rule); then `grad`, `jit`,
-`vmap` and `make_jaxpr` all apply to it.
+scikit-learn's bundled 8x8 digits (1797 images, no download) are split 80/20 by
+a `lamella.random` permutation; a 64-128-10 tanh MLP is initialised from
+`lamella.random` keys and trained by SGD with momentum, one `jit(value_and_grad)`
+step per minibatch (shuffled each epoch by `lamella.random.permutation`).
+Predictions are written for one example and batched with `vmap`. The program
+prints the loss's jaxpr size, the start of its StableHLO, a progress bar over
+epochs, the test accuracy, and the step time against the same step in NumPy.
+
+Run it with `nox -s demo` (or `python demo/demo.py`).
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any, NamedTuple
 
 import numpy as np
+from sklearn.datasets import load_digits
+from tqdm import tqdm
 
 import lamella.core as lc
-from lamella.core import ShapedArray, ad, batching
-from lamella.core.structural import broadcast_in_dim, reduce_sum
+import lamella.numpy as lnp
+import lamella.random as lr
+
+SIZES = (64, 128, 10)
+LEARNING_RATE, MOMENTUM = 0.05, 0.9
+BATCH = 64
 
 
-def elementwise(name: str, numpy_fn) -> lc.Primitive:
-    """A primitive applying `numpy_fn` to operands of one shape, with its batching rule."""
-    prim = lc.Primitive(name)
-    prim.def_impl(lambda *xs: np.asarray(numpy_fn(*xs)))
-    prim.def_abstract_eval(lambda *avals: ShapedArray(avals[0].shape, avals[0].dtype))
-
-    def batch(args, dims):
-        size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
-        return prim.bind(*[batching.at_front(a, d, size) for a, d in zip(args, dims)]), 0
-    batching.primitive_batchers[prim] = batch
-    return prim
+class Data(NamedTuple):
+    x_train: Any
+    y_train: Any
+    x_test: Any
+    y_test: Any
 
 
-sin_p, cos_p, exp_p = (elementwise(n, f) for n, f in [("sin", np.sin), ("cos", np.cos),
-                                                       ("exp", np.exp)])
-neg_p, mul_p, add_p = (elementwise(n, f) for n, f in [("neg", np.negative),
-                                                       ("mul", np.multiply), ("add", np.add)])
-sin, cos, exp, neg, mul, add = (p.bind for p in (sin_p, cos_p, exp_p, neg_p, mul_p, add_p))
-
-ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
-ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
-ad.defjvp2(exp_p, lambda t, out, x: mul(t, out))
-ad.defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
-ad.deflinear(neg_p, lambda ct: [neg(ct)])
-ad.deflinear(add_p, lambda ct: [ct, ct])
-ad.primitive_transposes[mul_p] = lambda ct, x, y: (
-    [mul(ct, y), None] if ad.is_undefined_primal(x) else [None, mul(x, ct)])
+def load_data(key: Any) -> Data:
+    """The digits, scaled to [0, 1] and split 80/20 by a random permutation of `key`."""
+    digits = load_digits()
+    x = lnp.asarray(digits.data.astype(np.float32) / 16.0)
+    y = lnp.asarray(digits.target.astype(np.int32))
+    order = lr.permutation(key, x.shape[0])
+    n_train = int(0.8 * x.shape[0])
+    train, test = order[:n_train], order[n_train:]
+    return Data(x[train], y[train], x[test], y[test])
 
 
-def model(params, t):
-    """x(t) = exp(-damping * t) * cos(frequency * t)."""
-    damping, frequency = (broadcast_in_dim(p, t.shape, ()) for p in params)
-    return mul(exp(neg(mul(damping, t))), cos(mul(frequency, t)))
+def init_params(key: Any, sizes: tuple[int, ...] = SIZES) -> list[tuple[Any, Any]]:
+    """Weights from scaled normals (LeCun initialisation), zero biases."""
+    keys = lr.split(key, len(sizes) - 1)
+    return [(lr.normal(k, (m, n)) / np.sqrt(m), lnp.zeros(n))
+            for k, m, n in zip(keys, sizes[:-1], sizes[1:])]
 
 
-def loss(params, t, observed):
-    residual = add(model(params, t), neg(observed))
-    return reduce_sum(mul(residual, residual), (0,))
+def predict(params: list[tuple[Any, Any]], image: Any) -> Any:
+    """Logits for ONE image (a 64-vector); `vmap` batches it."""
+    h = image
+    for w, b in params[:-1]:
+        h = lnp.tanh(h @ w + b)
+    w, b = params[-1]
+    return h @ w + b
+
+
+batched_predict = lc.vmap(predict, in_axes=(None, 0))
+
+
+def loss(params: list[tuple[Any, Any]], images: Any, labels: Any) -> Any:
+    """Mean cross-entropy of the softmax of the logits."""
+    logits = batched_predict(params, images)
+    shifted = logits - logits.max(axis=1, keepdims=True)  # for a stable exp
+    log_probs = shifted - lnp.log(lnp.sum(lnp.exp(shifted), axis=1, keepdims=True))
+    picked = lnp.take_along_axis(log_probs, labels[:, None], axis=1)
+    return -lnp.mean(picked)
+
+
+@lc.jit
+def train_step(params, velocity, images, labels):
+    """One SGD-with-momentum step; returns new parameters, velocity and the loss."""
+    value, grads = lc.value_and_grad(loss)(params, images, labels)
+    velocity = lc.tree_util.tree_map(lambda v, g: MOMENTUM * v - LEARNING_RATE * g,
+                                     velocity, grads)
+    params = lc.tree_util.tree_map(lambda p, v: p + v, params, velocity)
+    return params, velocity, value
+
+
+@lc.jit
+def accuracy(params, images, labels):
+    return lnp.mean(lnp.argmax(batched_predict(params, images), axis=1) == labels)
+
+
+def train(epochs: int, seed: int = 0, progress: bool = False):
+    """Trains from `seed`; returns (params, data, per-epoch mean losses)."""
+    data_key, init_key, shuffle_key = lr.split(lr.key(seed), 3)
+    data = load_data(data_key)
+    params = init_params(init_key)
+    velocity = lc.tree_util.tree_map(lnp.zeros_like, params)
+    n = data.x_train.shape[0]
+    history = []
+    bar = tqdm(range(epochs), desc="training", unit="epoch", disable=not progress)
+    for epoch in bar:
+        order = lr.permutation(lr.fold_in(shuffle_key, epoch), n)
+        losses = []
+        for start in range(0, n - BATCH + 1, BATCH):
+            idx = order[start:start + BATCH]
+            params, velocity, value = train_step(params, velocity, data.x_train[idx],
+                                                 data.y_train[idx])
+            losses.append(value)
+        history.append(float(np.mean([float(v) for v in losses])))
+        bar.set_postfix(loss=f"{history[-1]:.4f}")
+    return params, data, history
+
+
+# --- the same training step in plain NumPy, for the timing comparison -----------------
+def numpy_step(params, velocity, images, labels):
+    (w1, b1), (w2, b2) = params
+    h = np.tanh(images @ w1 + b1)
+    logits = h @ w2 + b2
+    shifted = logits - logits.max(1, keepdims=True)
+    probs = np.exp(shifted)
+    probs /= probs.sum(1, keepdims=True)
+    n = images.shape[0]
+    value = -np.mean(np.log(probs[np.arange(n), labels]))
+    d_logits = probs
+    d_logits[np.arange(n), labels] -= 1
+    d_logits /= n
+    d_h = (d_logits @ w2.T) * (1 - h * h)
+    grads = [(images.T @ d_h, d_h.sum(0)), (h.T @ d_logits, d_logits.sum(0))]
+    velocity = [(MOMENTUM * vw - LEARNING_RATE * gw, MOMENTUM * vb - LEARNING_RATE * gb)
+                for (vw, vb), (gw, gb) in zip(velocity, grads)]
+    params = [(w + vw, b + vb) for (w, b), (vw, vb) in zip(params, velocity)]
+    return params, velocity, value
+
+
+def best_step_time(step, args, repeat: int = 5, number: int = 200) -> float:
+    """Seconds per call: the best of `repeat` runs of `number` calls."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            out = step(*args)
+        lc.tree_util.tree_map(lambda a: a.block_until_ready() if hasattr(
+            a, "block_until_ready") else a, out)
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
 
 
 def main() -> None:
-    t = np.linspace(0, 6, 200, dtype=np.float32)
-    truth = np.array([0.35, 2.2], np.float32)
-    observed = np.exp(-truth[0] * t) * np.cos(truth[1] * t)
-    print(f"lamella.core {lc.__version__}: jit runs on core's NumPy interpreter\n")
-    print("The loss as a jaxpr:")
-    print(lc.make_jaxpr(loss)((np.float32(0), np.float32(0)), t, observed))
-
-    # Pick a starting frequency by scanning the loss over a grid, vectorized by vmap.
-    grid = np.linspace(1.0, 3.0, 9, dtype=np.float32)
-    losses = lc.jit(lc.vmap(lambda f: loss((np.float32(0.1), f), t, observed)))(grid)
-    params = (np.float32(0.1), grid[int(np.argmin(losses))])
-    print("\nloss over a frequency grid:", np.round(losses, 2), "-> start at", params[1])
-
-    step = lc.jit(lc.value_and_grad(loss))
-    lr = np.float32(0.01)
     start = time.perf_counter()
-    for i in range(201):
-        value, (g_damping, g_frequency) = step(params, t, observed)
-        params = (params[0] - lr * g_damping, params[1] - lr * g_frequency)
-        if i % 50 == 0:
-            print(f"step {i:3d}  loss {value:9.5f}  damping {params[0]:.4f}  "
-                  f"frequency {params[1]:.4f}")
-    per_step = (time.perf_counter() - start) / 201 * 1e6
-    print(f"\nrecovered damping {params[0]:.3f} (true {truth[0]:.3f}), frequency "
-          f"{params[1]:.3f} (true {truth[1]:.3f}); {per_step:.0f} us per jitted gradient step")
-    hess = lc.hessian(loss)(params, t, observed)
-    print("Hessian at the optimum (jacfwd of jacrev):\n", np.array(hess, dtype=np.float32))
+    params = init_params(lr.key(0))
+    images, labels = lnp.zeros((BATCH, 64)), lnp.zeros(BATCH, dtype=lnp.int32)
+
+    jaxpr = lc.make_jaxpr(lc.value_and_grad(loss))(params, images, labels)
+    print(f"loss and gradient: a jaxpr of {len(jaxpr.jaxpr.eqns)} equations "
+          f"({len(lc.make_jaxpr(loss)(params, images, labels).jaxpr.eqns)} for the loss alone)")
+    velocity = lc.tree_util.tree_map(lnp.zeros_like, params)
+    hlo = train_step.lower(params, velocity, images, labels).as_text().splitlines()
+    print(f"its training step in StableHLO ({len(hlo)} lines), first lines:")
+    for line in hlo[:6]:
+        print("    " + line[:110])
+
+    params, data, history = train(epochs=30, progress=True)
+    print(f"loss: epoch 1 {history[0]:.4f} -> epoch {len(history)} {history[-1]:.4f}")
+    acc = float(accuracy(params, data.x_test, data.y_test))
+    print(f"test accuracy: {acc:.2%} on {data.x_test.shape[0]} held-out digits")
+
+    x, y = data.x_train[:BATCH], data.y_train[:BATCH]
+    velocity = lc.tree_util.tree_map(lnp.zeros_like, params)
+    t_lamella = best_step_time(train_step, (params, velocity, x, y))
+    np_params = [(np.array(w), np.array(b)) for w, b in params]
+    np_velocity = [(np.zeros_like(w), np.zeros_like(b)) for w, b in np_params]
+    t_numpy = best_step_time(numpy_step, (np_params, np_velocity, np.asarray(x), np.asarray(y)))
+    print(f"time per training step (batch {BATCH}): lamella {t_lamella * 1e6:.0f} us, "
+          f"NumPy {t_numpy * 1e6:.0f} us ({t_numpy / t_lamella:.1f}x)")
+    print(f"total {time.perf_counter() - start:.1f} s")
 
 
 if __name__ == "__main__":

@@ -969,3 +969,21 @@ def test_composition_of_many_primitives():
     np.testing.assert_allclose(lc.jit(lc.vmap(f))(x, y), f(x, y), rtol=2e-6)
     check_grads(f, [x, y], diff_argnums=(0, 1))
     check_vmap(f, [x, y])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.uint32])
+def test_integer_division_of_constants_by_zero_does_not_kill_the_process(dtype):
+    # XLA folds constant integer division in C, where x / 0 and MIN / -1 trap
+    # (SIGFPE); the lowering guards the divisor and keeps XLA's runtime results.
+    info = np.iinfo(dtype)
+    x = np.array([7, info.min, 9], dtype)
+    y = np.array([0, -1 if info.min else 1, 2], dtype)
+    quotient = lc.jit(lambda: lax.div(x, y))()
+    remainder = lc.jit(lambda: lax.rem(x, y))()
+    np.testing.assert_array_equal(np.asarray(quotient)[[0, 2]], [-1 if info.min else info.max, 4])
+    np.testing.assert_array_equal(np.asarray(remainder)[[0, 2]], [7, 1])
+    if info.min:
+        assert np.asarray(quotient)[1] == info.min and np.asarray(remainder)[1] == 0
+    # Eager (traced arguments, no folding) gives the same numbers.
+    np.testing.assert_array_equal(np.asarray(lax.div(x, y)), np.asarray(quotient))
+    np.testing.assert_array_equal(np.asarray(lax.rem(x, y)), np.asarray(remainder))

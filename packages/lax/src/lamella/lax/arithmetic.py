@@ -4,6 +4,8 @@ transpose), batching and lowering."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from lamella.core import ad
@@ -116,7 +118,32 @@ def _mul_transpose(ct, x, y):
 ad.primitive_transposes[mul_p] = _mul_transpose
 
 # --- div ----------------------------------------------------------------------
-div_p = naryop("div", NUMBER, hlo.divide)
+def _guarded_integer_division(op: Callable, by_zero: str) -> Callable:
+    """`op` (divide or remainder) made safe for XLA's constant folder, which
+    divides integer constants in C: x / 0 and MIN / -1 trap (SIGFPE) and kill the
+    process. The divisor is replaced where it would trap, and the results are
+    XLA's own runtime ones: x / 0 = -1 (all ones), x % 0 = x, MIN / -1 = MIN,
+    MIN % -1 = 0."""
+    def lower(x, y):
+        dtype = _dtype_of(x)
+        if dtype.kind not in "iu":
+            return op(x, y)
+        full = lambda v: hlo.broadcast_in_dim(x.type, constant(v, dtype), [])  # noqa: E731
+        kind = hlo.ComparisonTypeAttr.get("SIGNED" if dtype.kind == "i" else "UNSIGNED")
+        eq = lambda a, b: hlo.compare(a, b, hlo.ComparisonDirectionAttr.get("EQ"),  # noqa: E731
+                                      compare_type=kind)
+        zero_divisor = eq(y, full(0))
+        trap = zero_divisor
+        if dtype.kind == "i":
+            overflow = hlo.and_(eq(x, full(np.iinfo(dtype).min)), eq(y, full(-1)))
+            trap = hlo.or_(trap, overflow)
+        result = op(x, hlo.select(trap, full(1), y))
+        all_ones = np.iinfo(dtype).max if dtype.kind == "u" else -1
+        return hlo.select(zero_divisor, full(all_ones) if by_zero == "all ones" else x, result)
+    return lower
+
+
+div_p = naryop("div", NUMBER, _guarded_integer_division(hlo.divide, "all ones"))
 div = _binary(div_p)
 ad.defjvp(div_p, lambda t, x, y: div(t, y),
           lambda t, x, y: mul(neg(t), div(x, mul(y, y))))
@@ -132,7 +159,7 @@ ad.primitive_transposes[div_p] = _div_transpose
 
 # --- rem: the remainder with the sign of the dividend (C fmod) ------------------
 # Not for complex numbers: XLA has no complex remainder (it crashes compiling one).
-rem_p = naryop("rem", (INT, FLOAT), hlo.remainder)
+rem_p = naryop("rem", (INT, FLOAT), _guarded_integer_division(hlo.remainder, "dividend"))
 rem = _binary(rem_p)
 
 
