@@ -13,6 +13,8 @@ rather than bit for bit.
 import importlib.util
 import pathlib
 
+import numpy as np
+
 _PATH = pathlib.Path(__file__).resolve().parents[2] / "lax" / "tests" / "harness.py"
 _spec = importlib.util.spec_from_file_location("lax_test_harness", _PATH)
 _harness = importlib.util.module_from_spec(_spec)
@@ -21,6 +23,14 @@ _spec.loader.exec_module(_harness)
 
 def check(*args, jit_rtol: float = 1e-6, **kwargs):
     return _harness.check(*args, jit_rtol=jit_rtol, **kwargs)
+
+
+def assert_close(got, want, dtype, tol: float = 2e-5) -> None:
+    """`got` has exactly `dtype` and `want`'s shape, and values within `tol`."""
+    got = np.asarray(got)
+    assert got.dtype == np.dtype(dtype), (got.dtype, dtype)
+    assert got.shape == np.shape(want), (got.shape, np.shape(want))
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 check_values = _harness.check_values

@@ -4,7 +4,7 @@ derivatives, vmap and jit; errors."""
 
 import numpy as np
 import pytest
-from checks import check
+from checks import assert_close, check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,12 +14,6 @@ from lamella.numpy import polynomial as pl
 
 RNG = np.random.default_rng(0)
 
-
-def assert_close(got, want, dtype, tol=1e-5):
-    got = np.asarray(got)
-    assert got.dtype == np.dtype(dtype), (got.dtype, dtype)
-    assert got.shape == np.shape(want), (got.shape, np.shape(want))
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 @settings(max_examples=15, deadline=None)

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from checks import check
+from checks import assert_close, check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,12 +27,6 @@ def _data(shape, dtype):
         x = x + 1j * RNG.standard_normal(shape)
     return x.astype(dtype)
 
-
-def assert_close(got, want, dtype, tol=2e-5):
-    got = np.asarray(got)
-    assert got.dtype == np.dtype(dtype), (got.dtype, dtype)
-    assert got.shape == np.shape(want), (got.shape, np.shape(want))
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 # --- convolve / correlate -------------------------------------------------------------
