@@ -12,7 +12,7 @@ from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import Tracer, aval_of
 from lamella.numpy import dtypes as np_dtypes
 from lamella.numpy.util import asarray_internal
-from lamella.random.keys import _canonical_shape
+from lamella.random.keys import _canonical_shape, _single_key
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...] | None:
@@ -75,6 +75,24 @@ def param(x: Any, dtype: Any) -> Any:
     if isinstance(x, Tracer) and aval_of(x).dtype == dtype:
         return x
     return asarray_internal(x, dtype)
+
+
+def prepare(name: str, key: Any, dtype: Any, shape: Any, *params: Any,
+            shape_optional: bool = True) -> tuple[Any, np.dtype, tuple[int, ...], tuple[Any, ...]]:
+    """The common start of a float sampler: `(words, dtype, shape, params)`.
+
+    The key's raw words, the canonical float dtype, each parameter as an array
+    of that dtype, and the sample shape checked against them. `shape` None
+    means the parameters' broadcast shape, unless `shape_optional` is False
+    (samplers whose shape defaults to `()`), where it is rejected like any
+    other non-shape.
+    """
+    words, _ = _single_key(name, key)
+    dtype = float_dtype(name, dtype)
+    params = tuple(param(p, dtype) for p in params)
+    if not shape_optional:
+        shape = _canonical_shape(name, shape)
+    return words, dtype, sample_shape(name, shape, *params), params
 
 
 def broadcast_to(x: Any, shape: Sequence[int]) -> Any:

@@ -35,7 +35,7 @@ from lamella.random._checks import (
     const,
     float_dtype,
     param,
-    sample_shape,
+    prepare,
 )
 from lamella.random.keys import _canonical_shape, _random_bits, _single_key, _split_n
 
@@ -76,10 +76,8 @@ def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = float, minval: Any
     >>> uniform(key(0), (2, 3), minval=-1.0, maxval=1.0).shape
     (2, 3)
     """
-    words, _ = _single_key("uniform", key)
-    dtype = float_dtype("uniform", dtype)
-    minval, maxval = param(minval, dtype), param(maxval, dtype)
-    shape = sample_shape("uniform", _canonical_shape("uniform", shape), minval, maxval)
+    words, dtype, shape, (minval, maxval) = prepare("uniform", key, dtype, shape, minval, maxval,
+                                                    shape_optional=False)
     return _uniform(words, shape, dtype, minval, maxval)
 
 
@@ -125,10 +123,8 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | No
     >>> bool((abs(x) < 1).all())
     True
     """
-    words, _ = _single_key("truncated_normal", key)
-    dtype = float_dtype("truncated_normal", dtype)
-    lower, upper = param(lower, dtype), param(upper, dtype)
-    shape = sample_shape("truncated_normal", shape, lower, upper)
+    words, dtype, shape, (lower, upper) = prepare("truncated_normal", key, dtype, shape, lower,
+                                                  upper)
     sqrt2 = const(dtype, np.sqrt(2))
     a, b = (lax.erf(lax.div(bound, sqrt2)) for bound in (lower, upper))
     out = lax.mul(sqrt2, lax.erf_inv(_uniform(words, shape, dtype, a, b)))
@@ -199,6 +195,12 @@ def _bernoulli_half(words: Any, shape: tuple[int, ...]) -> Any:
     return lax.lt(_standard_uniform(words, shape, dtype), const(dtype, 0.5))
 
 
+def _random_sign(words: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    """-1 or +1 of `dtype` with equal probability: `2 * _bernoulli_half - 1`."""
+    b = lax.convert_element_type(_bernoulli_half(words, shape), dtype)
+    return lax.sub(lax.mul(const(dtype, 2.0), b), const(dtype, 1.0))
+
+
 def _gumbel(words: Any, shape: tuple[int, ...], dtype: np.dtype, mode: str | None = None) -> Any:
     if mode not in (None, "low", "high"):
         raise ValueError(f"gumbel: mode must be None, 'low' or 'high', got {mode!r}")
@@ -233,10 +235,7 @@ def pareto(key: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = fl
     >>> bool((pareto(key(0), 2.0, (20,)) >= 1).all())
     True
     """
-    words, _ = _single_key("pareto", key)
-    dtype = float_dtype("pareto", dtype)
-    b = param(b, dtype)
-    shape = sample_shape("pareto", shape, b)
+    words, dtype, shape, (b,) = prepare("pareto", key, dtype, shape, b)
     e = lax.neg(lax.log1p(lax.neg(_standard_uniform(words, shape, dtype))))
     return lax.exp(lax.div(e, broadcast_to(b, shape)))
 
@@ -249,11 +248,8 @@ def weibull_min(key: Any, scale: Any, concentration: Any, shape: Sequence[int] =
     >>> weibull_min(key(0), 1.0, 2.0, (3,)).shape
     (3,)
     """
-    words, _ = _single_key("weibull_min", key)
-    dtype = float_dtype("weibull_min", dtype)
-    scale, concentration = param(scale, dtype), param(concentration, dtype)
-    shape = sample_shape("weibull_min", _canonical_shape("weibull_min", shape), scale,
-                         concentration)
+    words, dtype, shape, (scale, concentration) = prepare(
+        "weibull_min", key, dtype, shape, scale, concentration, shape_optional=False)
     u = _standard_uniform(words, shape, dtype)
     return lnp.multiply(lnp.power(lax.neg(lax.log1p(lax.neg(u))),
                                   lnp.divide(const(dtype, 1.0), concentration)), scale)
@@ -267,10 +263,7 @@ def rayleigh(key: Any, scale: Any, shape: Sequence[int] | None = None,
     >>> rayleigh(key(0), 1.0, (3,)).shape
     (3,)
     """
-    words, _ = _single_key("rayleigh", key)
-    dtype = float_dtype("rayleigh", dtype)
-    scale = param(scale, dtype)
-    shape = sample_shape("rayleigh", shape, scale)
+    words, dtype, shape, (scale,) = prepare("rayleigh", key, dtype, shape, scale)
     log_u = lax.log(_standard_uniform(words, shape, dtype))
     return lax.mul(broadcast_to(scale, shape), lax.sqrt(lax.mul(log_u, const(dtype, -2.0))))
 
@@ -282,10 +275,7 @@ def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = f
     >>> bool((wald(key(0), 1.0, (20,)) > 0).all())
     True
     """
-    words, _ = _single_key("wald", key)
-    dtype = float_dtype("wald", dtype)
-    mean = param(mean, dtype)
-    shape = sample_shape("wald", shape, mean)
+    words, dtype, shape, (mean,) = prepare("wald", key, dtype, shape, mean)
     k1, k2 = _split_n(words, 2)
     mean = broadcast_to(mean, shape)
     y = lax.integer_pow(_normal_real(k1, shape, dtype), 2)
@@ -307,11 +297,8 @@ def triangular(key: Any, left: Any, mode: Any, right: Any,
     >>> bool(((x >= 0) & (x <= 3)).all())
     True
     """
-    words, _ = _single_key("triangular", key)
-    dtype = float_dtype("triangular", dtype)
-    left, mode, right = (param(v, dtype) for v in (left, mode, right))
-    shape = sample_shape("triangular", shape, left, mode, right)
-    left, mode, right = (broadcast_to(v, shape) for v in (left, mode, right))
+    words, dtype, shape, params = prepare("triangular", key, dtype, shape, left, mode, right)
+    left, mode, right = (broadcast_to(v, shape) for v in params)
     u = _standard_uniform(words, shape, dtype)
     width = right - left
     below = left + lax.sqrt(u * width * (mode - left))
@@ -343,14 +330,10 @@ def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Sequence[int] = 
     >>> double_sided_maxwell(key(0), 0.0, 1.0, (2,)).shape
     (2,)
     """
-    words, _ = _single_key("double_sided_maxwell", key)
-    dtype = float_dtype("double_sided_maxwell", dtype)
-    loc, scale = param(loc, dtype), param(scale, dtype)
-    shape = sample_shape("double_sided_maxwell", _canonical_shape("double_sided_maxwell", shape),
-                         loc, scale)
+    words, dtype, shape, (loc, scale) = prepare("double_sided_maxwell", key, dtype, shape, loc,
+                                                scale, shape_optional=False)
     k1, k2 = _split_n(words, 2)
-    sign = lax.sub(lax.mul(const(dtype, 2.0), lax.convert_element_type(
-        _bernoulli_half(k2, shape), dtype)), const(dtype, 1.0))
+    sign = _random_sign(k2, shape, dtype)
     return lnp.add(lnp.multiply(lax.mul(sign, _maxwell(k1, shape, dtype)), scale), loc)
 
 

@@ -30,12 +30,12 @@ from lamella.random._checks import (
     broadcast_to,
     check_shape,
     const,
-    float_dtype,
     int_dtype,
     param,
+    prepare,
     sample_shape,
 )
-from lamella.random.continuous import _bernoulli_half, _gumbel, _standard_uniform
+from lamella.random.continuous import _gumbel, _random_sign, _standard_uniform
 from lamella.random.keys import _canonical_shape, _random_bits, _single_key, _split_n
 
 __all__ = ["bernoulli", "binomial", "categorical", "choice", "geometric", "permutation",
@@ -150,9 +150,7 @@ def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = int) -> Any:
     """
     words, _ = _single_key("rademacher", key)
     dtype = core_dtypes.canonicalize_dtype(lnp.dtype(np.int64 if dtype is None else dtype))
-    b = lax.convert_element_type(_bernoulli_half(words, _canonical_shape("rademacher", shape)),
-                                 dtype)
-    return lax.sub(lax.mul(np.array(2, dtype), b), np.array(1, dtype))
+    return _random_sign(words, _canonical_shape("rademacher", shape), dtype)
 
 
 def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any = int) -> Any:
@@ -380,9 +378,7 @@ def _poisson_rejection(words: Any, lam: Any, shape: tuple[int, ...], dtype: np.d
     inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
     v_r = 0.9277 - 3.6224 / (b - 2)
 
-    def body(carry):
-        i, k_out, accepted, words = carry
-        words, sub0, sub1 = _split_n(words, 3)
+    def propose(sub0, sub1):
         u = _standard_uniform(sub0, shape, f32) - 0.5
         v = _standard_uniform(sub1, shape, f32)
         u_shifted = 0.5 - lax.abs(u)
@@ -391,7 +387,27 @@ def _poisson_rejection(words: Any, lam: Any, shape: tuple[int, ...], dtype: np.d
         t = -lam + k * log_lam - lax.lgamma(k + 1)
         accept1 = (u_shifted >= 0.07) & (v <= v_r)
         reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
-        accept = accept1 | (~reject & (s <= t))
+        return k, accept1 | (~reject & (s <= t))
+
+    return lax.convert_element_type(_accept_reject(words, shape, f32, max_iters, propose), dtype)
+
+
+def _any(x: Any) -> Any:
+    return lax.reduce_or(x, tuple(range(len(_shape(x)))))
+
+
+def _accept_reject(words: Any, shape: tuple[int, ...], dtype: np.dtype, max_iters: Any,
+                   propose: Any) -> Any:
+    """The rejection loop of the PTRS/BTRS samplers.
+
+    Each round splits `words` into three, calls `propose(sub0, sub1) -> (k,
+    accept)` and keeps k where accepted, until every position has accepted
+    once or `max_iters` rounds have run; positions never accepted stay -1.
+    """
+    def body(carry):
+        i, k_out, accepted, words = carry
+        words, sub0, sub1 = _split_n(words, 3)
+        k, accept = propose(sub0, sub1)
         return (lax.add(i, np.int32(1)), lax.select(accept, k, k_out), accepted | accept,
                 words)
 
@@ -399,12 +415,8 @@ def _poisson_rejection(words: Any, lam: Any, shape: tuple[int, ...], dtype: np.d
         i, _, accepted, _ = carry
         return lax.bitwise_and(_any(lax.bitwise_not(accepted)), lax.lt(i, max_iters))
 
-    init = (np.int32(0), lax.full(shape, -1, f32), lax.full(shape, False, np.bool_), words)
-    return lax.convert_element_type(lax.while_loop(cond, body, init)[1], dtype)
-
-
-def _any(x: Any) -> Any:
-    return lax.reduce_or(x, tuple(range(len(_shape(x)))))
+    init = (np.int32(0), lax.full(shape, -1, dtype), lax.full(shape, False, np.bool_), words)
+    return lax.while_loop(cond, body, init)[1]
 
 
 def _iter_cap(dtype: np.dtype) -> np.int32:
@@ -479,9 +491,7 @@ def _btrs(words: Any, count: Any, prob: Any, shape: tuple[int, ...], max_iters: 
     alpha = (2.83 + 5.1 / b) * stddev
     m = lax.floor((count + 1) * prob)
 
-    def body(carry):
-        i, k_out, accepted, words = carry
-        words, sub0, sub1 = _split_n(words, 3)
+    def propose(sub0, sub1):
         u = _standard_uniform(sub0, shape, prob.dtype) - 0.5
         v = _standard_uniform(sub1, shape, prob.dtype)
         us = 0.5 - lax.abs(u)
@@ -494,17 +504,9 @@ def _btrs(words: Any, count: Any, prob: Any, shape: tuple[int, ...], max_iters: 
               + (k + 0.5) * lax.log(r * (count - k + 1) / (k + 1))
               + _stirling_tail(m) + _stirling_tail(count - m)
               - _stirling_tail(k) - _stirling_tail(count - k))
-        accept = accept1 | (~reject & (v <= ub))
-        return (lax.add(i, np.int32(1)), lax.select(accept, k, k_out), accepted | accept,
-                words)
+        return k, accept1 | (~reject & (v <= ub))
 
-    def cond(carry):
-        i, _, accepted, _ = carry
-        return lax.bitwise_and(_any(lax.bitwise_not(accepted)), lax.lt(i, max_iters))
-
-    init = (np.int32(0), lax.full(shape, -1, prob.dtype), lax.full(shape, False, np.bool_),
-            words)
-    return lax.while_loop(cond, body, init)[1]
+    return _accept_reject(words, shape, prob.dtype, max_iters, propose)
 
 
 def binomial(key: Any, n: Any, p: Any, shape: Sequence[int] | None = None,
@@ -519,10 +521,7 @@ def binomial(key: Any, n: Any, p: Any, shape: Sequence[int] | None = None,
     >>> bool(((x >= 0) & (x <= 10)).all())
     True
     """
-    words, _ = _single_key("binomial", key)
-    dtype = float_dtype("binomial", dtype)
-    count, prob = param(n, dtype), param(p, dtype)
-    shape = sample_shape("binomial", shape, count, prob)
+    words, dtype, shape, (count, prob) = prepare("binomial", key, dtype, shape, n, p)
     count, prob = broadcast_to(count, shape), broadcast_to(prob, shape)
     p_lt_half = prob < 0.5
     q = lax.select(p_lt_half, prob, 1.0 - prob)

@@ -34,9 +34,9 @@ from lamella.random._checks import (
     const,
     float_dtype,
     param,
-    sample_shape,
+    prepare,
 )
-from lamella.random.continuous import _bernoulli_half, _normal_real, _standard_uniform
+from lamella.random.continuous import _normal_real, _random_sign, _standard_uniform
 from lamella.random.keys import _canonical_shape, _single_key, _split_n, _split_words
 
 __all__ = ["ball", "beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal",
@@ -121,10 +121,8 @@ def _gamma(words: Any, a: Any, shape: tuple[int, ...], dtype: np.dtype,
 
 
 def _gamma_entry(name: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool) -> Any:
-    words, _ = _single_key(name, key)
-    dtype = float_dtype(name, dtype)
-    a = param(a, dtype)
-    return _gamma(words, a, sample_shape(name, shape, a), dtype, log_space)
+    words, dtype, shape, (a,) = prepare(name, key, dtype, shape, a)
+    return _gamma(words, a, shape, dtype, log_space)
 
 
 def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = float) -> Any:
@@ -156,10 +154,7 @@ def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None,
     >>> bool(((x > 0) & (x < 1)).all())
     True
     """
-    words, _ = _single_key("beta", key)
-    dtype = float_dtype("beta", dtype)
-    a, b = param(a, dtype), param(b, dtype)
-    shape = sample_shape("beta", shape, a, b)
+    words, dtype, shape, (a, b) = prepare("beta", key, dtype, shape, a, b)
     key_a, key_b = _split_n(words, 2)
     log_a = _gamma(key_a, a, shape, dtype, True)
     log_b = _gamma(key_b, b, shape, dtype, True)
@@ -206,10 +201,7 @@ def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any 
     >>> bool((chisquare(key(0), 3.0, (20,)) > 0).all())
     True
     """
-    words, _ = _single_key("chisquare", key)
-    dtype = float_dtype("chisquare", dtype)
-    df = param(df, dtype)
-    shape = sample_shape("chisquare", shape, df)
+    words, dtype, shape, (df,) = prepare("chisquare", key, dtype, shape, df)
     return _chisquare(words, df, shape, dtype)
 
 
@@ -226,10 +218,7 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None,
     >>> f(key(0), 3.0, 5.0, (3,)).shape
     (3,)
     """
-    words, _ = _single_key("f", key)
-    dtype = float_dtype("f", dtype)
-    dfnum, dfden = param(dfnum, dtype), param(dfden, dtype)
-    shape = sample_shape("f", shape, dfnum, dfden)
+    words, dtype, shape, (dfnum, dfden) = prepare("f", key, dtype, shape, dfnum, dfden)
     dfnum, dfden = broadcast_to(dfnum, shape), broadcast_to(dfden, shape)
     key_den, key_num = _split_n(words, 2)
     num = lax.div(_chisquare(key_num, dfnum, shape, dtype), dfnum)
@@ -244,10 +233,7 @@ def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = float)
     >>> t(key(0), 4.0, (3,)).shape
     (3,)
     """
-    words, _ = _single_key("t", key)
-    dtype = float_dtype("t", dtype)
-    df = param(df, dtype)
-    shape = sample_shape("t", shape, df)
+    words, dtype, shape, (df,) = prepare("t", key, dtype, shape, df)
     key_n, key_g = _split_n(words, 2)
     z = _normal_real(key_n, shape, dtype)
     half_df = broadcast_to(lax.div(df, const(dtype, 2.0)), shape)
@@ -259,9 +245,7 @@ def _generalized_normal(words: Any, p: Any, shape: tuple[int, ...], dtype: np.dt
     k_gamma, k_sign = _split_n(words, 2)
     inv_p = lax.div(const(dtype, 1.0), broadcast_to(p, shape))
     g = _gamma(k_gamma, inv_p, shape, dtype)
-    sign = lax.sub(lax.mul(const(dtype, 2.0), lax.convert_element_type(
-        _bernoulli_half(k_sign, shape), dtype)), const(dtype, 1.0))
-    return lax.mul(sign, lax.pow(g, inv_p))
+    return lax.mul(_random_sign(k_sign, shape, dtype), lax.pow(g, inv_p))
 
 
 def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any = float) -> Any:
@@ -271,10 +255,8 @@ def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any =
     >>> generalized_normal(key(0), 1.5, (3,)).shape
     (3,)
     """
-    words, _ = _single_key("generalized_normal", key)
-    dtype = float_dtype("generalized_normal", dtype)
-    p = param(p, dtype)
-    shape = sample_shape("generalized_normal", _canonical_shape("generalized_normal", shape), p)
+    words, dtype, shape, (p,) = prepare("generalized_normal", key, dtype, shape, p,
+                                        shape_optional=False)
     return _generalized_normal(words, p, shape, dtype)
 
 
