@@ -84,7 +84,7 @@ def bench(session: nox.Session) -> None:
     folders = []
     for package in LAYERS:
         folders += ["-e", f"./packages/{package}"]
-    session.install(*folders, "jax==0.10.2")
+    session.install(*folders, "jax==0.10.2", *DEMO_DEPS)  # bench_random times the demo's step
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 

@@ -48,11 +48,23 @@ def compare(candidates: dict[str, Callable[[], object] | None], rounds: int = 3,
 
 
 def jax_or_none():
-    """JAX, when the bench session has it installed (for side-by-side figures only)."""
+    """JAX, when the bench session has it installed (for side-by-side figures only).
+
+    jax and lamella both patch jaxlib's ArrayImpl, the concrete array type they
+    share, so importing jax replaces lamella.numpy's methods; they are put back
+    here, and benchmarks drive JAX through its functions and jit only (never
+    through methods or operators on its concrete arrays).
+    """
     try:
         import jax  # noqa: F401  (benchmarks may import jax to compare)
     except ImportError:
         return None
+    try:
+        import lamella.numpy as lnp
+    except ImportError:
+        return jax
+    lnp._array_methods.install()
+    lnp._indexing.install()
     return jax
 
 

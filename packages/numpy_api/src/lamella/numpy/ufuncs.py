@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from lamella import lax
 from lamella.core import config
+from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
 from lamella.numpy.dtypes import (
     finfo,
@@ -92,10 +93,31 @@ def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
 def _promote_and_broadcast(name: str, *args: Any, kind: str = "all") -> list[Any]:
     """`args` promoted together (`kind`: "all", "inexact" or "numeric", choosing
     `promote_dtypes*`) and broadcast to their common NumPy broadcast shape."""
+    if _already_promoted(args, kind):
+        return list(args)
     for a in args:
         if a is None or isinstance(a, str):
             raise TypeError(f"{name}: expected array-like arguments, got {type(a).__name__}")
     return _broadcast(name, *_PROMOTERS[kind](*args))
+
+
+def _already_promoted(args: tuple[Any, ...], kind: str) -> bool:
+    # The common eager case, arrays of one shape, dtype and weak type, skips the
+    # promotion lattice and broadcasting: this is most of a small op's overhead.
+    first = None
+    for a in args:
+        aval = getattr(a, "aval", None)  # Arrays and tracers carry one; NumPy values do not
+        if aval is None:
+            return False
+        key = (aval.shape, aval.dtype, aval.weak_type)
+        if first is None:
+            first = key
+        elif key != first:
+            return False
+    dtype = first[1]
+    if kind == "inexact":
+        return core_dtypes.is_inexact(dtype)
+    return kind == "all" or dtype != np.bool_
 
 
 def _broadcast(name: str, *args: Any) -> list[Any]:

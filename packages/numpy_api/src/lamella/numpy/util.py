@@ -51,6 +51,8 @@ def check_arraylike(name: str, *args: Any) -> None:
 def asarray_internal(x: Any, dtype: Any = None) -> Any:
     """`x` (array, scalar, or nested list/tuple of them) as an Array or tracer of its
     canonical dtype (or `dtype`); Python scalars stay weakly typed."""
+    if dtype is None and isinstance(x, (lax.Array, Tracer)):
+        return x  # already canonical: Arrays and tracers are made so
     if isinstance(x, (list, tuple)):
         if any(isinstance(e, Tracer) or isinstance(e, (list, tuple)) and _has_tracer(e)
                for e in x):
