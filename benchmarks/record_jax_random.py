@@ -102,6 +102,11 @@ def cases():
         case("binomial", n=10.0, p=0.3, shape=[6]), case("binomial", n=200.0, p=0.4, shape=[6]),
         case("orthogonal", n=3), case("multivariate_normal", mean=arr([0.0, 1.0], "float32"),
                                       cov=arr([[2.0, 0.5], [0.5, 1.0]], "float32"), shape=[3]),
+        # Three cases keep the later entries' positions modulo 3 (the eager tests' stride).
+        case("multinomial", n=20.0, p=arr([0.1, 0.2, 0.3, 0.4], "float32"), shape=[3, 4]),
+        case("lognormal", sigma=arr([0.5, 1.0, 2.0], "float32"), shape=[2, 3]),
+        case("multinomial", n=arr([5.0, 300.0], "float32"),
+             p=arr([[0.5, 0.0, 0.5], [0.2, 0.7, 0.1]], "float32")),
     ]
     return out
 

@@ -27,6 +27,10 @@ CONTINUOUS = {
     "uniform": (lambda k: random.uniform(k, (N,), minval=-1.0, maxval=2.0),
                 stats.uniform(-1, 3).cdf),
     "normal": (lambda k: random.normal(k, (N,)), stats.norm.cdf),
+    "lognormal": (lambda k: random.lognormal(k, 0.7, (N,)), stats.lognorm(0.7).cdf),
+    "lognormal_sigma_array": (lambda k: random.lognormal(k, np.float32([[0.7], [0.7]]),
+                                                         (2, N // 2)).reshape(-1),
+                              stats.lognorm(0.7).cdf),
     "truncated_normal": (lambda k: random.truncated_normal(k, -0.5, 1.5, (N,)),
                          stats.truncnorm(-0.5, 1.5).cdf),
     "exponential": (lambda k: random.exponential(k, (N,)), stats.expon.cdf),
@@ -153,6 +157,30 @@ def test_discrete_law(name):
     assert chisquare_pvalue(x, support, probs) > P_MIN
 
 
+def test_multinomial_law():
+    n, p = 10, np.array([0.1, 0.2, 0.3, 0.4])
+    counts = draw(lambda k: random.multinomial(k, float(n), np.float32(p), shape=(N // 2, 4)))
+    assert counts.dtype == np.float32 and counts.shape == (N // 2, 4)
+    assert np.all(counts == np.round(counts)) and np.all(counts >= 0)
+    assert np.all(counts.sum(-1) == n)
+    # Means n p and covariances n (diag(p) - p p^T), each within 6 standard errors
+    # (normal approximation), and every marginal Binomial(n, p_i).
+    m, cov = len(counts), n * (np.diag(p) - np.outer(p, p))
+    assert np.all(np.abs(counts.mean(0) - n * p) < 6 * np.sqrt(np.diag(cov) / m))
+    cov_se = np.sqrt((np.outer(np.diag(cov), np.diag(cov)) + cov ** 2) / m)
+    assert np.all(np.abs(np.cov(counts.T) - cov) < 6 * cov_se)
+    for i, p_i in enumerate(p):
+        marginal = stats.binom(n, p_i)
+        upto = np.nonzero(marginal.pmf(np.arange(n + 1)) * m >= 5)[0].max()  # bins of >= 5
+        support, probs = binned(marginal, upto)
+        assert chisquare_pvalue(counts[:, i], support, probs) > P_MIN
+    # Per-row trial counts, a zero-probability category, unnormalised weights.
+    rows = draw(lambda k: random.multinomial(k, np.float32([[3.0], [500.0]]),
+                                             np.float32([2.0, 0.0, 6.0]), shape=(2, 200, 3)))
+    assert np.all(rows.sum(-1) == np.array([[3.0], [500.0]])) and np.all(rows[..., 1] == 0)
+    np.testing.assert_allclose(rows[1].mean(0), [125.0, 0.0, 375.0], atol=3.0)
+
+
 def test_moments_and_pathwise_gradients():
     # d/da E[Gamma(a)] = 1 and d/da E[Beta(a, b)] = b / (a + b)**2: the pathwise
     # (implicit reparameterisation) gradients are unbiased.
@@ -249,6 +277,15 @@ def spec(sampler):
     (lambda k: random.rademacher(k, (3,)), (3,), np.int32),
     (lambda k: random.randint(k, (2,), 0, 3, None), (2,), np.int32),
     (lambda k: random.normal(k, (2,), None), (2,), np.float32),
+    (lambda k: random.lognormal(k), (), np.float32),
+    (lambda k: random.lognormal(k, np.float32([1.0, 2.0])), (2,), np.float32),
+    (lambda k: random.lognormal(k, 0.5, (3, 2), np.float16), (3, 2), np.float16),
+    (lambda k: random.lognormal(k, 0.5, (2,), np.complex64), (2,), np.complex64),
+    (lambda k: random.multinomial(k, 4.0, np.float32([0.5, 0.5])), (2,), np.float32),
+    (lambda k: random.multinomial(k, np.int32([4, 5]), np.float32([0.5, 0.5]), shape=(2, 2),
+                                  dtype=np.int32), (2, 2), np.int32),
+    (lambda k: random.multinomial(k, 4, np.full((3, 1, 5), 0.2, np.float32), shape=(3, 2, 5)),
+     (3, 2, 5), np.float32),
     (lambda k: random.rademacher(k, (3,), np.float32), (3,), np.float32),
     (lambda k: random.poisson(k, np.float32([1.0, 20.0])), (2,), np.int32),
     (lambda k: random.poisson(k, 2.0, (2, 3)), (2, 3), np.int32),
@@ -315,6 +352,10 @@ def test_permutations_and_choices():
 @pytest.mark.parametrize("name,sampler", [
     ("uniform", lambda k: random.uniform(k, (3,))),
     ("normal", lambda k: random.normal(k, (2, 2))),
+    ("lognormal", lambda k: random.lognormal(k, np.float32([0.5, 2.0]))),
+    ("multinomial", lambda k: random.multinomial(k, np.float32([7.0, 60.0]),
+                                                 np.float32([[0.3, 0.0, 0.2, 0.5]]),
+                                                 shape=(2, 4))),
     ("randint", lambda k: random.randint(k, (4,), 0, 100)),
     ("gamma", lambda k: random.gamma(k, np.float32([0.5, 3.0]))),
     ("poisson", lambda k: random.poisson(k, np.float32([2.0, 40.0]))),
@@ -362,3 +403,18 @@ def test_errors():
         random.gamma(np.float32([1.0, 2.0]), 1.0)
     with pytest.raises(lc.ConcretizationTypeError):
         lc.jit(lambda n: random.orthogonal(KEY, n))(3)
+    with pytest.raises(ValueError, match=r"\(3,\).*\(2,\)"):
+        random.lognormal(KEY, np.ones(3, np.float32), (2,))
+    with pytest.raises(ValueError, match="float or complex dtype.*int32"):
+        random.lognormal(KEY, 1.0, (2,), np.int32)
+    with pytest.raises(ValueError, match="cannot safely cast sigma.*complex64"):
+        random.lognormal(KEY, np.complex64(1.0), (2,))
+    p3 = np.full(3, 1 / 3, np.float32)
+    with pytest.raises(ValueError, match="last axis of categories"):
+        random.multinomial(KEY, 5.0, np.float32(1.0))
+    with pytest.raises(ValueError, match=r"p of shape \(3,\) does not broadcast to \(2, 4\)"):
+        random.multinomial(KEY, 5.0, p3, shape=(2, 4))
+    with pytest.raises(ValueError, match=r"n of shape \(3,\) does not broadcast to \(2,\)"):
+        random.multinomial(KEY, np.ones(3, np.float32), p3, shape=(2, 3))
+    with pytest.raises(TypeError, match="PRNG key"):
+        random.multinomial(np.float32([1.0, 2.0]), 5.0, p3)

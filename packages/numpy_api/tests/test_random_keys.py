@@ -43,6 +43,10 @@ def test_typed_key_basics():
     assert random.key_data(k).dtype == np.uint32
     assert str(random.key_impl(k)) == "PRNGImpl('threefry2x32')"
     assert random.key_impl(random.PRNGKey(0)).name == "threefry2x32"
+    assert random.key_dtype() == k.dtype and str(random.key_dtype("threefry2x32")) == "key<fry>"
+    assert random.key_dtype(random.key_dtype()) is k.dtype
+    with pytest.raises(ValueError, match="threefry2x32"):
+        random.key_dtype("rbg")
     raw = np.array([[1, 2], [3, 4]], np.uint32)
     wrapped = random.wrap_key_data(raw)
     assert wrapped.shape == (2,) and np.array_equal(words(wrapped), raw)

@@ -27,6 +27,7 @@ import lamella.numpy as lnp
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.lax import linalg
+from lamella.numpy.util import check_arraylike
 from lamella.numpy.util import shape as _shape
 from lamella.random._checks import (
     broadcast_shapes,
@@ -36,12 +37,13 @@ from lamella.random._checks import (
     float_dtype,
     param,
     prepare,
+    sample_shape,
 )
 from lamella.random.keys import _canonical_shape, _random_bits, _single_key, _split_n
 
 __all__ = ["cauchy", "double_sided_maxwell", "exponential", "gumbel", "laplace", "logistic",
-           "maxwell", "multivariate_normal", "normal", "orthogonal", "pareto", "rayleigh",
-           "triangular", "truncated_normal", "uniform", "wald", "weibull_min"]
+           "lognormal", "maxwell", "multivariate_normal", "normal", "orthogonal", "pareto",
+           "rayleigh", "triangular", "truncated_normal", "uniform", "wald", "weibull_min"]
 
 _UINT = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
          64: np.dtype(np.uint64)}
@@ -112,6 +114,27 @@ def normal(key: Any, shape: Sequence[int] = (), dtype: Any = float) -> Any:
     words, _ = _single_key("normal", key)
     dtype = float_dtype("normal", dtype, complex_ok=True)
     return _normal(words, _canonical_shape("normal", shape), dtype)
+
+
+def lognormal(key: Any, sigma: Any = 1.0, shape: Sequence[int] | None = None,
+              dtype: Any = float) -> Any:
+    """Lognormal samples: `exp(sigma * normal)` (shape defaults to sigma's shape).
+
+    >>> from lamella.random.keys import PRNGKey
+    >>> lognormal(PRNGKey(42), 0.5, (2,)).shape
+    (2,)
+    """
+    words, _ = _single_key("lognormal", key)
+    dtype = float_dtype("lognormal", dtype, complex_ok=True)
+    check_arraylike("lognormal", sigma)
+    # As JAX, refuse a sigma that `dtype` cannot hold (e.g. complex sigma, float dtype).
+    if lnp.result_type(sigma, dtype) != dtype:
+        raise lnp.TypePromotionError(
+            f"lognormal: cannot safely cast sigma of dtype {lnp.result_type(sigma).name} "
+            f"to {dtype.name}")
+    sigma = param(sigma, dtype)
+    shape = sample_shape("lognormal", shape, sigma)
+    return lax.exp(lax.mul(_normal(words, shape, dtype), broadcast_to(sigma, shape)))
 
 
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | None = None,

@@ -27,6 +27,7 @@ from lamella.numpy.dtypes import promote_dtypes_inexact
 from lamella.numpy.util import asarray_internal, canonicalize_axis, check_arraylike, concrete_int
 from lamella.numpy.util import shape as _shape
 from lamella.random._checks import (
+    broadcast_shapes,
     broadcast_to,
     check_shape,
     const,
@@ -36,10 +37,16 @@ from lamella.random._checks import (
     sample_shape,
 )
 from lamella.random.continuous import _gumbel, _random_sign, _standard_uniform
-from lamella.random.keys import _canonical_shape, _random_bits, _single_key, _split_n
+from lamella.random.keys import (
+    _canonical_shape,
+    _random_bits,
+    _single_key,
+    _split_n,
+    _split_words,
+)
 
-__all__ = ["bernoulli", "binomial", "categorical", "choice", "geometric", "permutation",
-           "poisson", "rademacher", "randint"]
+__all__ = ["bernoulli", "binomial", "categorical", "choice", "geometric", "multinomial",
+           "permutation", "poisson", "rademacher", "randint"]
 
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -542,3 +549,46 @@ def binomial(key: Any, n: Any, p: Any, shape: Sequence[int] | None = None,
     samples = lax.select(count_inf & ~invalid, lax.full_like(samples, np.inf), samples)
     return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf, samples,
                       count - samples)
+
+
+def multinomial(key: Any, n: Any, p: Any, *, shape: Sequence[int] | None = None,
+                dtype: Any = float, unroll: int | bool = 1) -> Any:
+    """Multinomial counts of `n` trials over the categories on `p`'s last axis.
+
+    As JAX: one binomial draw per category in a `lax.scan`, each of the trials
+    left with the probability of that category given the later ones. `shape`
+    (default `p.shape`) is the full result shape, categories last; `n`
+    broadcasts to `shape[:-1]` and `p` to `shape`.
+
+    >>> import numpy as np
+    >>> from lamella.random.keys import key
+    >>> counts = multinomial(key(0), 10, np.float32([0.2, 0.3, 0.5]), shape=(4, 3))
+    >>> counts.shape, np.asarray(counts).sum(-1).tolist()
+    ((4, 3), [10.0, 10.0, 10.0, 10.0])
+    """
+    words, _ = _single_key("multinomial", key)
+    check_arraylike("multinomial", n, p)
+    n, p = promote_dtypes_inexact(asarray_internal(n), asarray_internal(p))
+    out_dtype = core_dtypes.canonicalize_dtype(lnp.dtype(np.float64 if dtype is None else dtype))
+    shape = _shape(p) if shape is None else _canonical_shape("multinomial", shape)
+    if not shape:
+        raise ValueError(f"multinomial: p (shape {_shape(p)}) and shape (here {shape}) need a "
+                         "last axis of categories")
+    for what, x, target in (("n", n, shape[:-1]), ("p", p, shape)):
+        if broadcast_shapes(_shape(x), target) != target:
+            raise ValueError(f"multinomial: {what} of shape {_shape(x)} does not broadcast to "
+                             f"{target} (shape {shape} for p, shape[:-1] for n)")
+    n, p = broadcast_to(n, shape[:-1]), broadcast_to(p, shape)
+    p = lax.transpose(p, (len(shape) - 1, *range(len(shape) - 1)))
+    remaining = lax.cumsum(p, 0, reverse=True)
+    # A category with no probability left after it gets ratio 0 (JAX's 0/1, not 0/0).
+    ratios = lax.div(p, lnp.where(remaining == 0, 1, remaining))
+
+    def step(remainder, ratio_words):
+        ratio, sub = ratio_words
+        count = binomial(sub, remainder, lnp.clip(ratio, 0, 1), dtype=remainder.dtype)
+        return lax.sub(remainder, count), count
+
+    _, counts = lax.scan(step, n, (ratios, _split_words(words, (shape[-1],))), unroll=unroll)
+    counts = lax.transpose(counts, (*range(1, len(shape)), 0))
+    return lax.convert_element_type(counts, out_dtype)

@@ -35,7 +35,7 @@ from lamella.lax import random_bits as rb
 from lamella.numpy.util import asarray_internal, is_arraylike
 
 __all__ = ["PRNGImpl", "PRNGKey", "PRNGKeyArray", "PRNGKeyDType", "bits", "clone", "fold_in",
-           "key", "key_data", "key_impl", "split", "wrap_key_data"]
+           "key", "key_data", "key_dtype", "key_impl", "split", "wrap_key_data"]
 
 _U32 = np.dtype(np.uint32)
 _UNSIGNED = {np.dtype(t): np.dtype(t).itemsize * 8
@@ -287,6 +287,16 @@ def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> PRNGKeyArray:
     if isinstance(key_bits_array, PRNGKeyArray):
         raise TypeError("wrap_key_data expects uint32 key data, got a typed key array")
     return PRNGKeyArray(_key_words("wrap_key_data", key_bits_array)[0])
+
+
+def key_dtype(impl_spec: Any = None) -> PRNGKeyDType:
+    """The dtype of typed keys of a PRNG implementation (only Threefry-2x32: `key<fry>`).
+
+    >>> key_dtype() == key(0).dtype
+    True
+    """
+    _resolve_impl(impl_spec.impl if isinstance(impl_spec, PRNGKeyDType) else impl_spec)
+    return _KEY_DTYPE
 
 
 def key_impl(keys: Any) -> PRNGImpl:
