@@ -58,7 +58,7 @@ def test_iteration_len_and_containment():
     assert len(rows) == len(x) == 3
     np.testing.assert_array_equal(np.asarray(rows[2]), X[2])
     with pytest.raises(TypeError, match="0-d"):
-        iter(lnp.asarray(1.0)).__next__()
+        iter(lnp.asarray(1.0))
     assert 3.5 in x and 100.0 not in x
     # Under a trace, iteration unstacks along the first axis.
     total = lc.jit(lambda x: sum(row.sum() for row in x))(X)

@@ -54,6 +54,8 @@ from lamella.numpy.indexing import *  # noqa: F403
 from lamella.numpy.indexing import __all__ as _indexing_names
 from lamella.numpy.manipulation import *  # noqa: F403
 from lamella.numpy.manipulation import __all__ as _manipulation_names
+from lamella.numpy.misc import *  # noqa: F403
+from lamella.numpy.misc import __all__ as _misc_names
 from lamella.numpy.polynomial import *  # noqa: F403
 from lamella.numpy.polynomial import __all__ as _polynomial_names
 from lamella.numpy.products import matmul
@@ -84,8 +86,8 @@ _DTYPE_NAMES = [
 ]
 _MODULE_NAMES = [
     _array_api_names, _contraction_names, _creation_names, _indexing_names,
-    _manipulation_names, _polynomial_names, _reduction_names, _setop_names, _signal_names,
-    _ufunc_names, _vectorize_names, _sorting_names,
+    _manipulation_names, _misc_names, _polynomial_names, _reduction_names, _setop_names,
+    _signal_names, _ufunc_names, _vectorize_names, _sorting_names,
 ]
 __all__ = sorted({
     *_DTYPE_NAMES, "einsum", "einsum_path", "matmul", "fft", "linalg",

@@ -122,9 +122,8 @@ def _view(self, dtype: Any = None, type: Any = None):
 def _iter(self):
     shape = aval_of(self).shape
     if not shape:
-        raise TypeError("iteration over a 0-d array")
-    for i in range(shape[0]):
-        yield lax.index_in_dim(self, i, 0, keepdims=False)
+        raise TypeError("iteration over a 0-d array")  # at iter(x), as NumPy raises
+    return (lax.index_in_dim(self, i, 0, keepdims=False) for i in range(shape[0]))
 
 
 def _to_device(self, device: Any, /, *, stream: Any = None):
