@@ -33,7 +33,11 @@ from lamella.numpy.util import (
     canonicalize_axes,
     canonicalize_axis,
     check_arraylike,
+    eager_jit,
 )
+
+# The non-array parameters of the reductions (static under eager_jit).
+_STATIC = ("axis", "dtype", "out", "keepdims", "promote_integers", "ddof", "correction")
 
 __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "cumprod",
@@ -228,6 +232,7 @@ def _reduction(name: str, monoid: _Monoid, a: Any, axis: Any, dtype: Any, out: A
     return lax.convert_element_type(result, result_dtype)
 
 
+@eager_jit(*_STATIC)
 def sum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,  # noqa: A001
         keepdims: bool = False, initial: Any = None, where: Any = None,
         promote_integers: bool = True) -> Any:
@@ -243,6 +248,7 @@ def sum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,  # noqa: 
                       promote_integers=promote_integers, upcast_f16=True, to_numeric=True)
 
 
+@eager_jit(*_STATIC)
 def prod(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
          keepdims: bool = False, initial: Any = None, where: Any = None,
          promote_integers: bool = True) -> Any:
@@ -255,6 +261,7 @@ def prod(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
                       promote_integers=promote_integers, upcast_f16=True, to_numeric=True)
 
 
+@eager_jit(*_STATIC)
 def max(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
         initial: Any = None, where: Any = None) -> Any:
     """Maximum over `axis`; NaN if the slice holds a NaN. Empty slices need `initial`
@@ -267,6 +274,7 @@ def max(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # n
                       has_identity=False)
 
 
+@eager_jit(*_STATIC)
 def min(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
         initial: Any = None, where: Any = None) -> Any:
     """Minimum over `axis`; NaN if the slice holds a NaN.
@@ -287,6 +295,7 @@ def _truth(a: Any) -> Any:
     return a if aval_of(a).dtype == np.bool_ else lax.ne(a, lax.full_like(a, 0))
 
 
+@eager_jit(*_STATIC)
 def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
         *, where: Any = None) -> Any:
     """Whether every element over `axis` is true (True over an empty axis).
@@ -298,6 +307,7 @@ def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # n
     return _reduction("all", _ALL, _truth(a), axis, None, out, keepdims, None, where)
 
 
+@eager_jit(*_STATIC)
 def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
         *, where: Any = None) -> Any:
     """Whether some element over `axis` is true (False over an empty axis).
@@ -309,6 +319,7 @@ def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # n
     return _reduction("any", _ANY, _truth(a), axis, None, out, keepdims, None, where)
 
 
+@eager_jit(*_STATIC)
 def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
     """Peak to peak: `max - min` over `axis`.
 
@@ -319,6 +330,7 @@ def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> A
     return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
+@eager_jit(*_STATIC)
 def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """The number of nonzero elements over `axis`, in the default integer dtype.
 
@@ -341,6 +353,7 @@ def _normalizer(name: str, a: Any, axes: tuple[int, ...], where: Any, keepdims: 
     return sum(mask, axes, dtype=dtype, keepdims=keepdims)
 
 
+@eager_jit(*_STATIC)
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
          keepdims: bool = False, *, where: Any = None) -> Any:
     """Arithmetic mean over `axis` (NaN over an empty axis); integers and bools give
@@ -386,6 +399,7 @@ def _abs2(centered: Any) -> Any:
     return lax.mul(centered, centered)
 
 
+@eager_jit(*_STATIC)
 def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any = 0,
         keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     """Variance over `axis`, dividing by N - ddof (`correction` is the array-API name
@@ -394,7 +408,7 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any
     >>> var(np.float32([1, 2, 3, 4]))
     Array(1.25, dtype=float32)
     >>> var(np.float32([1, 2, 3, 4]), ddof=1)
-    Array(1.6666666, dtype=float32)
+    Array(1.6666667, dtype=float32)
     """
     _check_out("var", out)
     ddof = _correction("var", ddof, correction)
@@ -411,6 +425,7 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any
     return lax.convert_element_type(lax.div(total, count), result_dtype)
 
 
+@eager_jit(*_STATIC)
 def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any = 0,
         keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     """Standard deviation: the square root of `var` (same arguments).
@@ -569,6 +584,7 @@ def _arg_extremum(name: str, lax_fn: Callable, a: Any, axis: Any, out: Any,
     return lax.expand_dims(result, keep_axes) if keepdims else result
 
 
+@eager_jit(*_STATIC)
 def argmax(a: Any, axis: Any = None, out: None = None, keepdims: bool | None = None) -> Any:
     """Index of the maximum along `axis` (of the flattened array if None): the first on
     ties, the first NaN if there is one.
@@ -579,6 +595,7 @@ def argmax(a: Any, axis: Any = None, out: None = None, keepdims: bool | None = N
     return _arg_extremum("argmax", lax.argmax, a, axis, out, keepdims)
 
 
+@eager_jit(*_STATIC)
 def argmin(a: Any, axis: Any = None, out: None = None, keepdims: bool | None = None) -> Any:
     """Index of the minimum along `axis`: the first on ties, the first NaN if any.
 

@@ -9,15 +9,18 @@ dtype('float32')
 
 from __future__ import annotations
 
+import functools
+import inspect
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core.errors import ConcretizationTypeError
-from lamella.core.trace import Tracer, aval_of
+from lamella.core.jit import jit
+from lamella.core.trace import EvalTrace, Tracer, aval_of, current_trace
 from lamella.lax.conversion import _convert_element_type
 from lamella.numpy.dtypes import _as_array, _canonical_and_weak, promote_dtypes
 
@@ -26,7 +29,7 @@ try:
 except ImportError:  # NumPy < 1.25
     from numpy import AxisError  # type: ignore[attr-defined,no-redef]
 
-__all__ = ["AxisError", "asarray_internal", "canonicalize_axis", "canonicalize_axes",
+__all__ = ["AxisError", "asarray_internal", "eager_jit", "canonicalize_axis", "canonicalize_axes",
            "check_arraylike", "concrete_int", "concrete_value", "is_arraylike", "ndim",
            "shape", "size"]
 
@@ -145,3 +148,43 @@ def concrete_int(x: Any, context: str) -> int:
     if value.shape != () or value.dtype.kind not in "biu":
         raise TypeError(f"{context} must be an integer scalar, got {x!r}")
     return int(value)
+
+
+def eager_jit(*static: str) -> Callable[[Callable], Callable]:
+    """Decorator: a concrete, eager call of a composite function runs as one cached
+    `jit` (a single compiled dispatch instead of one per primitive, as jax.numpy
+    does); under any transformation it runs inline, so jaxprs stay flat. `static`
+    names the non-array parameters (axis, dtype, keepdims, ...); a call with an
+    unhashable one (an axis list) also runs inline.
+
+    >>> @eager_jit("axis")
+    ... def total(x, axis=None):
+    ...     return lax.reduce_sum(x, (axis,))
+    >>> total(np.float32([1, 2]), axis=0)
+    Array(3., dtype=float32)
+    """
+    def decorate(fun: Callable) -> Callable:
+        params = inspect.signature(fun).parameters
+        names = tuple(n for n in static if n in params)
+        compiled = jit(fun, static_argnames=names)
+        positions = {n: i for i, n in enumerate(params)}
+        defaults = {n: params[n].default for n in names}
+
+        @functools.wraps(fun)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not isinstance(current_trace(), EvalTrace) or any(
+                    isinstance(a, Tracer) for a in (*args, *kwargs.values())):
+                return fun(*args, **kwargs)
+            for n in names:
+                if positions[n] < len(args):
+                    value = args[positions[n]]
+                else:
+                    # Passed explicitly, static values keep jaxlib's C++ cache hit.
+                    value = kwargs.setdefault(n, defaults[n])
+                try:
+                    hash(value)
+                except TypeError:
+                    return fun(*args, **kwargs)
+            return compiled(*args, **kwargs)
+        return call
+    return decorate
