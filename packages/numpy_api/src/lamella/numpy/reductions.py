@@ -37,7 +37,8 @@ from lamella.numpy.util import (
 )
 
 # The non-array parameters of the reductions (static under eager_jit).
-_STATIC = ("axis", "dtype", "out", "keepdims", "promote_integers", "ddof", "correction")
+_STATIC = ("axis", "dtype", "out", "keepdims", "promote_integers", "ddof", "correction",
+           "method", "overwrite_input", "returned", "include_initial")
 
 __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "cumprod",
@@ -443,6 +444,7 @@ def _replace_nan(a: Any, value: Any) -> Any:
     return lax.select(_isnan(a), _fill(a, value), a) if _is_inexact(a) else a
 
 
+@eager_jit(*_STATIC)
 def nansum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
            keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
     """`sum` treating NaNs as zero.
@@ -454,6 +456,7 @@ def nansum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
     return sum(_replace_nan(a, 0), axis, dtype, out, keepdims, initial, where)
 
 
+@eager_jit(*_STATIC)
 def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
             keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
     """`prod` treating NaNs as one.
@@ -481,6 +484,7 @@ def _nan_extremum(name: str, reduce: Callable, identity: Callable, a: Any, axis:
     return result
 
 
+@eager_jit(*_STATIC)
 def nanmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
            initial: Any = None, where: Any = None) -> Any:
     """`max` ignoring NaNs (NaN where a slice is all NaN).
@@ -491,6 +495,7 @@ def nanmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
     return _nan_extremum("nanmax", max, _lowest, a, axis, out, keepdims, initial, where)
 
 
+@eager_jit(*_STATIC)
 def nanmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
            initial: Any = None, where: Any = None) -> Any:
     """`min` ignoring NaNs (NaN where a slice is all NaN).
@@ -509,6 +514,7 @@ def _nan_mask_and(name: str, a: Any, where: Any) -> Any:
     return keep
 
 
+@eager_jit(*_STATIC)
 def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
             keepdims: bool = False, where: Any = None) -> Any:
     """`mean` of the non-NaN elements (NaN where there are none).
@@ -524,6 +530,7 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
                 where=_nan_mask_and("nanmean", a, where))
 
 
+@eager_jit(*_STATIC)
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any = 0,
            keepdims: bool = False, where: Any = None, correction: Any = None) -> Any:
     """`var` of the non-NaN elements (NaN where fewer than ddof + 1 remain).
@@ -554,6 +561,7 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: 
     return lax.convert_element_type(result, result_dtype)
 
 
+@eager_jit(*_STATIC)
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any = 0,
            keepdims: bool = False, where: Any = None, correction: Any = None) -> Any:
     """The square root of `nanvar` (same arguments).
@@ -619,6 +627,7 @@ def _nan_arg_extremum(name: str, arg_fn: Callable, fill: Callable, a: Any, axis:
     return lax.select(all_nan, _fill(result, -1), result)
 
 
+@eager_jit(*_STATIC)
 def nanargmax(a: Any, axis: Any = None, out: None = None, keepdims: bool | None = None
               ) -> Any:
     """`argmax` ignoring NaNs; -1 for a slice of NaNs alone.
@@ -629,6 +638,7 @@ def nanargmax(a: Any, axis: Any = None, out: None = None, keepdims: bool | None 
     return _nan_arg_extremum("nanargmax", argmax, _lowest, a, axis, out, keepdims)
 
 
+@eager_jit(*_STATIC)
 def nanargmin(a: Any, axis: Any = None, out: None = None, keepdims: bool | None = None
               ) -> Any:
     """`argmin` ignoring NaNs; -1 for a slice of NaNs alone.
@@ -660,6 +670,7 @@ def _cumulative(name: str, lax_fn: Callable, a: Any, axis: Any, dtype: Any, out:
     return result if dtype is None else lax.convert_element_type(result, result_dtype)
 
 
+@eager_jit(*_STATIC)
 def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
     """Running sums along `axis` (of the flattened array if None). Bools sum as the
     default integer; other integers keep their dtype.
@@ -671,6 +682,7 @@ def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> Any
     return _cumulative("cumsum", lax.cumsum, a, axis, dtype, out)
 
 
+@eager_jit(*_STATIC)
 def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
     """Running products along `axis` (of the flattened array if None).
 
@@ -680,6 +692,7 @@ def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> An
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype, out)
 
 
+@eager_jit(*_STATIC)
 def nancumsum(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
     """`cumsum` treating NaNs as zero.
 
@@ -689,6 +702,7 @@ def nancumsum(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> 
     return _cumulative("nancumsum", lax.cumsum, a, axis, dtype, out, nan_fill=0)
 
 
+@eager_jit(*_STATIC)
 def nancumprod(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
     """`cumprod` treating NaNs as one.
 
@@ -719,6 +733,7 @@ def _array_api_cumulative(name: str, lax_fn: Callable, identity: int, x: Any, ax
     return result
 
 
+@eager_jit(*_STATIC)
 def cumulative_sum(x: Any, /, *, axis: Any = None, dtype: Any = None,
                    include_initial: bool = False) -> Any:
     """The array API's cumulative sum: like `cumsum`, but integers widen as in `sum`,
@@ -731,6 +746,7 @@ def cumulative_sum(x: Any, /, *, axis: Any = None, dtype: Any = None,
                                  include_initial)
 
 
+@eager_jit(*_STATIC)
 def cumulative_prod(x: Any, /, *, axis: Any = None, dtype: Any = None,
                     include_initial: bool = False) -> Any:
     """The array API's cumulative product (`include_initial` prepends a one).
@@ -817,6 +833,7 @@ def _quantile(name: str, a: Any, q: Any, axis: Any, out: Any, method: str, keepd
     return lax.reshape(result, (*q_shape, *_kept_shape(shape, axes, keepdims)))
 
 
+@eager_jit(*_STATIC)
 def quantile(a: Any, q: Any, axis: Any = None, out: None = None,
              overwrite_input: bool = False, method: str = "linear",
              keepdims: bool = False) -> Any:
@@ -830,6 +847,7 @@ def quantile(a: Any, q: Any, axis: Any = None, out: None = None,
     return _quantile("quantile", a, q, axis, out, method, keepdims, ignore_nan=False)
 
 
+@eager_jit(*_STATIC)
 def nanquantile(a: Any, q: Any, axis: Any = None, out: None = None,
                 overwrite_input: bool = False, method: str = "linear",
                 keepdims: bool = False) -> Any:
@@ -847,6 +865,7 @@ def _percent(name: str, q: Any) -> Any:
     return lax.div(q, _fill(q, 100))
 
 
+@eager_jit(*_STATIC)
 def percentile(a: Any, q: Any, axis: Any = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear",
                keepdims: bool = False) -> Any:
@@ -859,6 +878,7 @@ def percentile(a: Any, q: Any, axis: Any = None, out: None = None,
                     keepdims)
 
 
+@eager_jit(*_STATIC)
 def nanpercentile(a: Any, q: Any, axis: Any = None, out: None = None,
                   overwrite_input: bool = False, method: str = "linear",
                   keepdims: bool = False) -> Any:
@@ -871,6 +891,7 @@ def nanpercentile(a: Any, q: Any, axis: Any = None, out: None = None,
                        keepdims)
 
 
+@eager_jit(*_STATIC)
 def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:
     """The median over `axis` (the midpoint of the two middle values for even sizes).
@@ -881,6 +902,7 @@ def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = F
     return quantile(a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
 
 
+@eager_jit(*_STATIC)
 def nanmedian(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
               keepdims: bool = False) -> Any:
     """The median of the non-NaN elements.
@@ -892,6 +914,7 @@ def nanmedian(a: Any, axis: Any = None, out: None = None, overwrite_input: bool 
 
 
 # --- weighted average ------------------------------------------------------------------------
+@eager_jit(*_STATIC)
 def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False,
             keepdims: bool = False) -> Any:
     """The weighted mean over `axis`. `weights` has a's shape, or is 1-D with the
