@@ -82,7 +82,7 @@ def test_filled(shape, dtype):
 def test_full_broadcasts_array_fill_values_and_keeps_weak_scalars():
     same(c.full((2, 3), np.float32([1, 2, 3])), np.tile(np.float32([1, 2, 3]), (2, 1)))
     assert c.full((2,), 1.5).weak_type
-    with pytest.raises(ValueError, match=r"\(3,\) to shape \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"\(3,\) and requested shape \(2, 2\)"):
         c.full((2, 2), np.float32([1, 2, 3]))
 
 

@@ -78,8 +78,7 @@ def isscalar(element: Any) -> builtins.bool:
     if isinstance(element, (np.generic, int, float, complex, builtins.bool)):
         return True
     if isinstance(element, (Tracer, lax.Array, np.ndarray)):
-        return aval_of(element).shape == () if not isinstance(element, np.ndarray) \
-            else element.ndim == 0
+        return aval_of(element).shape == ()
     return False
 
 

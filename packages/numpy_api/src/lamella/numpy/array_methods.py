@@ -55,7 +55,7 @@ def _setitem(self, index, value):
 # first; looked up at call time because those functions live in modules that
 # import this one's package.
 _DELEGATED = (
-    "all", "any", "argmax", "argmin", "argpartition", "argsort", "choose", "clip",
+    "all", "any", "argmax", "argmin", "argpartition", "argsort", "astype", "choose", "clip",
     "compress", "conj", "conjugate", "cumprod", "cumsum", "diagonal", "dot", "max", "mean",
     "min", "nonzero", "prod", "ptp", "repeat", "round", "searchsorted", "sort", "squeeze",
     "std", "sum", "swapaxes", "take", "trace", "var",
@@ -85,11 +85,6 @@ def _reshape(self, *shape, order: str = "C"):
 
 def _transpose(self, *axes):
     return _numpy().transpose(self, _shape_args(axes) if axes else None)
-
-
-def _astype(self, dtype, copy: bool = False, device: Any = None):
-    from lamella.numpy.util import asarray_internal
-    return lax.convert_element_type(asarray_internal(self), dtype)
 
 
 def _flatten(self, order: str = "C"):
@@ -142,7 +137,7 @@ def numpy_methods() -> dict[str, Any]:
     """The NumPy-style methods and properties lamella.numpy gives Arrays and tracers."""
     methods: dict[str, Any] = {name: _delegate(name) for name in _DELEGATED}
     methods.update({
-        "reshape": _reshape, "transpose": _transpose, "astype": _astype,
+        "reshape": _reshape, "transpose": _transpose,
         "flatten": _flatten, "ravel": _flatten, "view": _view, "__iter__": _iter,
         "copy": lambda self: _numpy().array(self, copy=True),
         "T": property(lambda self: _numpy().transpose(self)),

@@ -24,7 +24,9 @@ from lamella.core import dtypes as core_dtypes
 from lamella.core import vmap
 from lamella.core.trace import Tracer, aval_of
 from lamella.numpy import ufuncs
+from lamella.numpy.contractions import diagonal
 from lamella.numpy.dtypes import result_type
+from lamella.numpy.manipulation import broadcast_to
 from lamella.numpy.util import asarray_internal, canonicalize_axis, concrete_value, ndim
 
 __all__ = [
@@ -173,20 +175,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
     fill = asarray_internal(fill_value, dtype)
     if ndim(fill) == 0:
         return _place(lax.full(shape, fill), device)
-    return _place(broadcast_to_shape(fill, shape, "full"), device)
-
-
-def broadcast_to_shape(x: Any, shape: tuple[int, ...], name: str) -> Any:
-    x_shape = aval_of(x).shape
-    lead = len(shape) - len(x_shape)
-    if lead < 0 or any(d not in (1, s) for d, s in zip(x_shape, shape[lead:])):
-        raise ValueError(f"{name}: cannot broadcast an array of shape {x_shape} to shape "
-                         f"{shape}")
-    if x_shape == shape:
-        return x
-    kept = tuple(i for i, d in enumerate(x_shape) if d == shape[lead + i])
-    x = lax.reshape(x, tuple(x_shape[i] for i in kept))
-    return lax.broadcast_in_dim(x, shape, tuple(lead + i for i in kept))
+    return _place(broadcast_to(fill, shape), device)
 
 
 def _like(name: str, a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
@@ -232,7 +221,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     fill = lax.convert_element_type(asarray_internal(fill_value), dtype)
     if ndim(fill) == 0:
         return _place(lax.full(shape, fill), device)
-    return _place(broadcast_to_shape(fill, shape, "full_like"), device)
+    return _place(broadcast_to(fill, shape), device)
 
 
 # --- ranges ----------------------------------------------------------------------------
@@ -430,22 +419,6 @@ def triu(m: Any, k: int = 0) -> Any:
     return _triangle("triu", m, k, lower=False)
 
 
-def _diagonal_of_matrix(x: Any, k: int) -> Any:
-    # The k-th diagonal of an (n, m) matrix is every (c+1)-th element of the
-    # flattened (r, c) block that starts at it: a strided slice, whose
-    # gradient is a cheap pad.
-    n, m = aval_of(x).shape
-    if k >= m or -k >= n:
-        return lax.full((0,), 0, aval_of(x).dtype)
-    block = lax.slice(x, (builtins.max(-k, 0), builtins.max(k, 0)), (n, m))
-    r, c = aval_of(block).shape
-    length = builtins.max(builtins.min(r, c), 0)
-    if length == 0:
-        return lax.full((0,), 0, aval_of(x).dtype)
-    flat = lax.reshape(block, (r * c,))
-    return lax.slice(flat, (0,), ((length - 1) * (c + 1) + 1,), (c + 1,))
-
-
 def diag(v: Any, k: int = 0) -> Any:
     """The k-th diagonal of a matrix, or a matrix with `v` on its k-th diagonal.
 
@@ -459,7 +432,7 @@ def diag(v: Any, k: int = 0) -> Any:
     k = _matrix_size(k, "k argument of diag")
     shape = aval_of(v).shape
     if len(shape) == 2:
-        return _diagonal_of_matrix(v, k)
+        return diagonal(v, k)
     if len(shape) != 1:
         raise ValueError(f"diag: input must be 1-D or 2-D, got shape {shape}")
     n = shape[0] + abs(k)
