@@ -24,6 +24,7 @@ from lamella.lax.conversion import _convert_element_type
 from lamella.numpy import ufuncs
 from lamella.numpy.dtypes import promote_dtypes, promote_dtypes_inexact, result_type
 from lamella.numpy.util import asarray_internal, canonicalize_axis, check_arraylike
+from lamella.numpy.util import shape as _shape
 
 __all__ = ["corrcoef", "cov", "diagonal", "dot", "inner", "kron", "matvec", "outer",
            "tensordot", "trace", "vdot", "vecdot", "vecmat"]
@@ -58,9 +59,6 @@ class _Product:
     def finish(self, result: Any) -> Any:
         return _convert_element_type(result, self.dtype, self.weak)
 
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return aval_of(x).shape
 
 
 def _ravel(x: Any) -> Any:

@@ -35,6 +35,7 @@ from lamella.numpy.util import (
     check_arraylike,
     concrete_value,
 )
+from lamella.numpy.util import shape as _shape
 
 __all__ = [
     "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "cross",
@@ -73,9 +74,6 @@ def _inexact(name: str, *xs: Any) -> list[Any]:
     check_arraylike(name, *xs)
     return promote_dtypes_inexact(*xs)
 
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(aval_of(x).shape)
 
 
 def _dtype(x: Any) -> np.dtype:

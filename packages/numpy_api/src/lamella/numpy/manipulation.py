@@ -31,6 +31,8 @@ from lamella.core.trace import aval_of
 from lamella.numpy import util
 from lamella.numpy.dtypes import promote_dtypes
 from lamella.numpy.ufuncs import _broadcast_shapes
+from lamella.numpy.util import checked_array as _array
+from lamella.numpy.util import shape as _shape
 
 __all__ = [
     "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "block",
@@ -44,14 +46,6 @@ __all__ = [
 
 
 # --- shared helpers ------------------------------------------------------------------------
-def _array(name: str, x: Any) -> Any:
-    util.check_arraylike(name, x)
-    return util.asarray_internal(x)
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(aval_of(x).shape)
-
 
 def _ndim(x: Any) -> int:
     return len(aval_of(x).shape)

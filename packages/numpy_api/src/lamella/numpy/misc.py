@@ -29,6 +29,7 @@ from lamella.numpy.util import (
     concrete_int,
     concrete_value,
 )
+from lamella.numpy.util import shape as _shape
 
 try:
     from numpy.exceptions import ComplexWarning
@@ -50,9 +51,6 @@ __all__ = [
 def _dt(x: Any) -> np.dtype:
     return aval_of(x).dtype
 
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(aval_of(x).shape)
 
 
 def _const(x: Any, value: Any) -> Any:

@@ -25,15 +25,13 @@ from lamella.numpy import ufuncs
 from lamella.numpy.dtypes import finfo, promote_dtypes, promote_dtypes_inexact
 from lamella.numpy.signal import _at, _static_int, convolve
 from lamella.numpy.util import asarray_internal, check_arraylike, concrete_int, concrete_value
+from lamella.numpy.util import shape as _shape
 
 __all__ = ["poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul",
            "polysub", "polyval", "roots"]
 
 
 # --- helpers --------------------------------------------------------------------------
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(aval_of(x).shape)
-
 
 def _vector(name: str, x: Any) -> Any:
     """`x` as a 1-D array (scalars become length 1)."""

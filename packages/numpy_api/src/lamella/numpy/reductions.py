@@ -35,6 +35,8 @@ from lamella.numpy.util import (
     check_arraylike,
     eager_jit,
 )
+from lamella.numpy.util import checked_array as _asarray
+from lamella.numpy.util import shape as _shape
 
 # The non-array parameters of the reductions (static under eager_jit).
 _STATIC = ("axis", "dtype", "out", "keepdims", "promote_integers", "ddof", "correction",
@@ -112,14 +114,6 @@ def _check_out(name: str, out: Any) -> None:
         raise NotImplementedError(
             f"The 'out' argument to lamella.numpy.{name} is not supported.")
 
-
-def _asarray(name: str, a: Any) -> Any:
-    check_arraylike(name, a)
-    return asarray_internal(a)
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(aval_of(x).shape)
 
 
 def _axes(axis: Any, rank: int) -> tuple[int, ...]:

@@ -26,15 +26,13 @@ from lamella.numpy.util import (
     check_arraylike,
     concrete_int,
 )
+from lamella.numpy.util import shape as _shape
 
 __all__ = ["convolve", "correlate", "cross", "diff", "ediff1d", "gradient", "interp",
            "trapezoid", "unwrap"]
 
 
 # --- small shape helpers --------------------------------------------------------------
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(aval_of(x).shape)
-
 
 def _moveaxis(x: Any, source: int, destination: int) -> Any:
     ndim = len(_shape(x))

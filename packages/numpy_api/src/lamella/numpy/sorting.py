@@ -34,6 +34,8 @@ from lamella.numpy.util import (
     concrete_int,
     concrete_value,
 )
+from lamella.numpy.util import checked_array as _array
+from lamella.numpy.util import shape as _shape
 
 __all__ = [
     "argpartition", "argsort", "argwhere", "compress", "digitize", "extract", "flatnonzero",
@@ -48,14 +50,6 @@ def _int_dtype() -> np.dtype:
     """JAX's default integer for indices and counts: int32, int64 under x64."""
     return core_dtypes.canonicalize_dtype(np.dtype(np.int64))
 
-
-def _array(name: str, x: Any) -> Any:
-    check_arraylike(name, x)
-    return asarray_internal(x)
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(aval_of(x).shape)
 
 
 def _ravel(x: Any) -> Any:

@@ -29,9 +29,9 @@ try:
 except ImportError:  # NumPy < 1.25
     from numpy import AxisError  # type: ignore[attr-defined,no-redef]
 
-__all__ = ["AxisError", "asarray_internal", "eager_jit", "canonicalize_axis", "canonicalize_axes",
-           "check_arraylike", "concrete_int", "concrete_value", "is_arraylike", "ndim",
-           "shape", "size"]
+__all__ = ["AxisError", "asarray_internal", "canonicalize_axis", "canonicalize_axes",
+           "check_arraylike", "checked_array", "concrete_int", "concrete_value", "eager_jit",
+           "is_arraylike", "ndim", "shape", "size"]
 
 
 def is_arraylike(x: Any) -> bool:
@@ -49,6 +49,12 @@ def check_arraylike(name: str, *args: Any) -> None:
             hint = (" (lists and tuples are not accepted: wrap it with lamella.numpy.asarray)"
                     if isinstance(x, (list, tuple)) else "")
             raise TypeError(f"{name}: argument {i} must be an array, got {kind}{hint}")
+
+
+def checked_array(name: str, x: Any) -> Any:
+    """`x` as an Array or tracer after `check_arraylike(name, x)` (lists refused)."""
+    check_arraylike(name, x)
+    return asarray_internal(x)
 
 
 def asarray_internal(x: Any, dtype: Any = None) -> Any:
