@@ -473,3 +473,20 @@ def test_weak_type_kept():
     weak = lax.full((3,), 2.0)
     assert aval_of(weak[1:]).weak_type and aval_of(weak[[0, 2]]).weak_type
     assert aval_of(weak.at[0].set(1)).weak_type
+
+
+def test_at_update_of_a_leading_slice_from_zero():
+    # A unit-step slice from 0 adds no scatter index, yet selects only part of the
+    # array: it must scatter, not update the whole array.
+    x = np.arange(5, dtype=np.float32)
+    y = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(np.asarray(L(x).at[:1].set(np.float32([9]))),
+                                  [9, 1, 2, 3, 4])
+    got = lc.jit(lambda a: a.at[:2].add(1.0))(x)
+    np.testing.assert_array_equal(np.asarray(got), [1, 2, 2, 3, 4])
+    want = y.copy()
+    want[:1, :2] *= 10
+    np.testing.assert_array_equal(np.asarray(lc.jit(lambda a: a.at[:1, :2].multiply(10.0))(y)),
+                                  want)
+    grad = lc.grad(lambda a: a.at[:2].set(a[:2] ** 2).sum())(x)
+    np.testing.assert_array_equal(np.asarray(grad), [0, 2, 1, 1, 1])

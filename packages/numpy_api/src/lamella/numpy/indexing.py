@@ -487,7 +487,7 @@ def _scatter(arr: Any, index: Any, values: Any, op: str, *, mode: Any,
     if 0 in plan.out_shape or any(aval_of(x_exp).shape[a] == 0 for a in plan.collapsed):
         return x
     scatter, elementwise = _SCATTERS[op]
-    if not plan.index_map:  # the index selects the whole array
+    if not plan.index_map and plan.slice_sizes == aval_of(x_exp).shape:  # the whole array
         out = elementwise(x_exp, lax.reshape(values, aval_of(x_exp).shape))
     else:
         dnums = lax.ScatterDimensionNumbers(update_window_dims=plan.offset_dims,
