@@ -5,6 +5,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+QUICK = False
+"""Set by `run.py --quick`: each benchmark runs once, at tiny sizes (a smoke test for CI)."""
+
+
+def pick(full: T, quick: T) -> T:
+    """`full` normally, `quick` in quick mode: `N = pick(1_000_000, 64)`."""
+    return quick if QUICK else full
 
 
 @dataclass
@@ -20,6 +31,10 @@ def best_time(fn: Callable[[], object], repeat: int = 7, number: int | None = No
 
     The minimum, not the median: on a shared machine, load only ever adds time.
     """
+    if QUICK:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
     fn()
     if number is None:
         start = time.perf_counter()
@@ -38,6 +53,7 @@ def best_time(fn: Callable[[], object], repeat: int = 7, number: int | None = No
 def compare(candidates: dict[str, Callable[[], object] | None], rounds: int = 3,
             **kwargs) -> dict[str, float | None]:
     """Times each candidate in interleaved rounds (so load drifts hit all alike)."""
+    rounds = 1 if QUICK else rounds
     best: dict[str, float | None] = {k: (None if f is None else float("inf"))
                                      for k, f in candidates.items()}
     for _ in range(rounds):

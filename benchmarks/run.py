@@ -2,7 +2,8 @@
 
 Each `bench_*.py` here defines `run() -> list[Row]`; rows are printed with
 lamella's time, the reference times (NumPy, JAX when installed) and ratios.
-`python benchmarks/run.py [name ...]` runs a subset.
+`python benchmarks/run.py [name ...]` runs a subset; `--quick` runs each
+benchmark once at tiny sizes, to check that every benchmark still works.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from harness import print_table  # noqa: E402
+import harness  # noqa: E402
 
 
 def main(names: list[str]) -> None:
@@ -23,8 +24,10 @@ def main(names: list[str]) -> None:
             continue
         module = importlib.import_module(name)
         print(f"\n## {name[len('bench_'):]}: {module.__doc__.strip().splitlines()[0]}")
-        print_table(module.run())
+        harness.print_table(module.run())
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    args = sys.argv[1:]
+    harness.QUICK = "--quick" in args
+    main([a for a in args if a != "--quick"])

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-from harness import check
 
 import lamella.core as lc
 import lamella.lax as lax
 from lamella.lax.control_flow.associative_scan import associative_scan
+from lamella.lax.test_util import check
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 8, 13])

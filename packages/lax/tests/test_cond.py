@@ -7,12 +7,12 @@ import re
 
 import numpy as np
 import pytest
-from harness import check
 
 import lamella.core as lc
 import lamella.lax as lax
 from lamella.core import partial_eval
 from lamella.lax.control_flow.cond import cond, cond_p, switch
+from lamella.lax.test_util import check
 
 RNG = np.random.default_rng(0)
 X = RNG.uniform(0.5, 1.5, (3,)).astype(np.float32)
@@ -40,7 +40,7 @@ def reference_three(i, x, y):
     return [np.sin(x) * y, np.exp(x) + y * y, x * np.cos(y)][i]
 
 
-# --- values, jit, derivatives and vmap through the shared harness -------------------
+# --- values, jit, derivatives and vmap through lamella.lax.test_util -------------------
 
 
 @pytest.mark.parametrize("p", [True, False])

@@ -1,17 +1,17 @@
 """conv_general_dilated against a direct NumPy reference (sliding windows and a
 tensordot per group) across strides, paddings, dilations, layouts and groups,
-through the shared harness (values, jit, input and kernel gradients, vmap of
+through lamella.lax.test_util (values, jit, input and kernel gradients, vmap of
 each operand and both), plus the wrappers, dimension-number parsing and errors."""
 
 import numpy as np
 import pytest
-from harness import check, check_values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import sliding_window_view
 
 import lamella.core as lc
 from lamella.lax import convolution as C
+from lamella.lax.test_util import check, check_values
 
 RNG = np.random.default_rng(0)
 

@@ -1,5 +1,5 @@
 """dot_general in every dimension-number pattern, dtype and preferred_element_type,
-through the shared harness (values, jit, derivatives, vmap of each operand and
+through lamella.lax.test_util (values, jit, derivatives, vmap of each operand and
 both), plus dot, batch_matmul, Precision and the error messages."""
 
 import re
@@ -7,13 +7,13 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lamella.core as lc
 from lamella.lax import contraction as D
 from lamella.lax.reductions import reduce_sum
+from lamella.lax.test_util import check
 
 RNG = np.random.default_rng(0)
 

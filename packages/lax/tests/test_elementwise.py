@@ -11,12 +11,18 @@ compile cache does most of the work.
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import check, check_grads, check_jit_matches_eager, check_values, check_vmap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lamella.core as lc
 import lamella.lax as lax
+from lamella.lax.test_util import (
+    check,
+    check_derivatives,
+    check_jit_matches_eager,
+    check_values,
+    check_vmap,
+)
 
 F32, F64, F16, C64 = (np.dtype(t) for t in (np.float32, np.float64, np.float16, np.complex64))
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -203,7 +209,7 @@ def test_abs_of_complex_derivatives():
     np.testing.assert_allclose(g, 0.6 - 0.8j, rtol=1e-6)
     (g,) = lc.vjp(lax.abs, np.complex64(0))[1](np.float32(1))
     assert complex(g) == 0
-    check_grads(lambda x, y: lax.abs(lax.complex(x, y)), [ANY, OTHER], diff_argnums=(0, 1))
+    check_derivatives(lambda x, y: lax.abs(lax.complex(x, y)), [ANY, OTHER], diff_argnums=(0, 1))
 
 
 def test_abs_real_dtypes():
@@ -697,8 +703,8 @@ def test_complex_parts_derivatives_through_real_functions():
     def f(x, y):
         z = lax.complex(x, y)
         return lax.real(lax.mul(z, lax.conj(z)))
-    check_grads(f, [ANY, OTHER], diff_argnums=(0, 1))
-    check_grads(lambda x: lax.imag(lax.mul(lax.complex(x, x), lax.complex(x, OTHER))), [ANY])
+    check_derivatives(f, [ANY, OTHER], diff_argnums=(0, 1))
+    check_derivatives(lambda x: lax.imag(lax.mul(lax.complex(x, x), lax.complex(x, OTHER))), [ANY])
 
 
 def test_complex_parts_reject_wrong_dtypes():
@@ -794,7 +800,7 @@ def test_convert_derivatives():
     g = lc.grad(lambda x: lax.convert_element_type(lax.convert_element_type(x, np.int32),
                                                    np.float32))(np.float32(2.5))
     assert float(g) == 0
-    check_grads(lambda x: lax.real(lax.convert_element_type(x, np.complex128)), [ANY])
+    check_derivatives(lambda x: lax.real(lax.convert_element_type(x, np.complex128)), [ANY])
     check_vmap(lambda x: lax.convert_element_type(x, np.int32), [ANY.astype(np.float32)])
 
 
@@ -849,7 +855,7 @@ def test_reduce_precision_full_check_and_errors():
     check(lambda x: lax.reduce_precision(x, 8, 7), [x],
           lambda x: x.astype(ml_dtypes.bfloat16).astype(np.float32), diff_argnums=None)
     # It is linear (its transpose rounds the cotangent too), so exact formats are exact.
-    check_grads(lambda x: lax.reduce_precision(x, 11, 52), [x])
+    check_derivatives(lambda x: lax.reduce_precision(x, 11, 52), [x])
     with pytest.raises(ValueError, match="exponent_bits >= 1"):
         lax.reduce_precision(x, 0, 3)
     with pytest.raises(TypeError, match="reduce_precision does not accept dtype int32"):
@@ -945,7 +951,7 @@ def test_python_scalars_and_size_one_axes_broadcast():
     np.testing.assert_array_equal(lax.add(np.array([1, 2], np.int32), 3), [4, 5])
     np.testing.assert_allclose(lc.jit(lambda x: lax.pow(x, 2.0))(x), x ** 2, rtol=1e-6)
     check_vmap(lambda x: lax.mul(x, 2.0), [x])
-    check_grads(lambda x: lax.max(x, 0.5), [x])
+    check_derivatives(lambda x: lax.max(x, 0.5), [x])
 
 
 def test_weak_scalars_stay_weak():
@@ -967,7 +973,7 @@ def test_composition_of_many_primitives():
     # XLA fuses the jitted whole and may round differently from op-by-op: allclose only.
     np.testing.assert_allclose(lc.jit(f)(x, y), f(x, y), rtol=2e-6)
     np.testing.assert_allclose(lc.jit(lc.vmap(f))(x, y), f(x, y), rtol=2e-6)
-    check_grads(f, [x, y], diff_argnums=(0, 1))
+    check_derivatives(f, [x, y], diff_argnums=(0, 1))
     check_vmap(f, [x, y])
 
 

@@ -1,10 +1,10 @@
-"""A first pass over the elementwise primitives through the shared harness."""
+"""A first pass over the elementwise primitives through lamella.lax.test_util."""
 
 import numpy as np
 import pytest
-from harness import check
 
 import lamella.lax as lax
+from lamella.lax.test_util import check
 
 X = np.array([[0.3, -1.2, 2.0], [0.7, 1.5, -0.4]], np.float32)
 Y = np.array([[1.1, 0.5, -0.8], [2.0, -1.3, 0.9]], np.float32)

@@ -5,11 +5,11 @@ functions of them, and a real loss through its known gradient."""
 
 import numpy as np
 import pytest
-from harness import check, check_grads, check_values
 
 import lamella.core as lc
 import lamella.lax as lax
 from lamella.lax.fft import FftType, fft
+from lamella.lax.test_util import check, check_derivatives, check_values
 
 RNG = np.random.default_rng(0)
 SHAPE = (2, 3, 4, 6)
@@ -39,7 +39,7 @@ def test_rfft(lengths):
     check(lambda x: fft(x, FftType.RFFT, lengths), [x],
           lambda x: np.fft.rfftn(x, axes=_axes(lengths)), rtol=1e-5, atol=1e-5,
           diff_argnums=None)
-    check_grads(lambda x: lax.add(lax.real(fft(x, "rfft", lengths)),
+    check_derivatives(lambda x: lax.add(lax.real(fft(x, "rfft", lengths)),
                                   lax.mul(lax.imag(fft(x, "rfft", lengths)), 3.0)), [x])
 
 
@@ -55,7 +55,7 @@ def test_irfft(lengths_head, n):
     # Any complex input, not only a Hermitian half spectrum: the imaginary parts
     # that irfft ignores must get zero cotangents too.
     re, im = (RNG.standard_normal(spectrum.shape) for _ in range(2))
-    check_grads(lambda a, b: fft(lax.complex(a, b), "irfft", lengths), [re, im],
+    check_derivatives(lambda a, b: fft(lax.complex(a, b), "irfft", lengths), [re, im],
                 diff_argnums=(0, 1))
 
 

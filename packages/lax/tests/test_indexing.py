@@ -1,6 +1,6 @@
 """Tests of lamella.lax.indexing: gather and the scatter family against NumPy
 fancy indexing and `np.<ufunc>.at`, out-of-bounds modes, derivatives, vmap
-(operand, indices and both batched) and jit, through the shared harness.
+(operand, indices and both batched) and jit, through lamella.lax.test_util.
 
 XLA compiles dominate the run time: shapes are few and small, and indices are
 traced arguments, so trying many index values compiles nothing new.
@@ -10,7 +10,6 @@ import doctest
 
 import numpy as np
 import pytest
-from harness import check, check_grads, check_vmap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +28,7 @@ from lamella.lax.indexing import (
     scatter_mul,
 )
 from lamella.lax.reductions import reduce_sum
+from lamella.lax.test_util import check, check_derivatives, check_vmap
 
 ROWS = GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
 POINTS = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0, 1),
@@ -79,7 +79,7 @@ def test_gather_clip_clamps_windows_into_bounds():
     expected = np.stack([x[a:a + 2, b:b + 2] for a, b in np.clip(idx, 0, [2, 3])])
     np.testing.assert_array_equal(out, expected)
     # Derivatives flow back to the clamped windows.
-    check_grads(lambda x, i: gather(x, i, WINDOWS, (2, 2), mode="clip"), [x, idx])
+    check_derivatives(lambda x, i: gather(x, i, WINDOWS, (2, 2), mode="clip"), [x, idx])
 
 
 @pytest.mark.parametrize("dtype,fill", [(np.float32, np.nan), (np.int32, -2 ** 31),
@@ -227,7 +227,7 @@ def test_scatter_mul_unique_updates_derivative():
     x = rng.standard_normal(4).astype(np.float32)
     u = rng.standard_normal(3).astype(np.float32)
     idx = np.int32([[2], [0], [7]])
-    check_grads(lambda x, u: scatter_mul(x, idx, u, ENTRIES, unique_indices=True), [x, u],
+    check_derivatives(lambda x, u: scatter_mul(x, idx, u, ENTRIES, unique_indices=True), [x, u],
                 diff_argnums=(0, 1))
     with pytest.raises(NotImplementedError, match="unique_indices=True"):
         lc.jvp(lambda u: scatter_mul(x, idx, u, ENTRIES), (u,), (u,))

@@ -13,11 +13,11 @@ import re
 import numpy as np
 import pytest
 import scipy.linalg
-from harness import check_grads, check_jit_matches_eager, check_vmap
 
 import lamella.core as lc
 import lamella.lax as lax
 from lamella.lax import linalg
+from lamella.lax.test_util import check_derivatives, check_jit_matches_eager, check_vmap
 
 RNG = np.random.default_rng(0)
 
@@ -271,7 +271,7 @@ def svd_weighted(x):
 
 def test_cholesky_grad_vmap_jit():
     x = hermitian_pd((4, 4), np.float64)
-    check_grads(linalg.cholesky, [x])
+    check_derivatives(linalg.cholesky, [x])
     check_vmap(linalg.cholesky, [x.astype(np.float32)])
     check_jit_matches_eager(linalg.cholesky, [hermitian_pd((2, 3, 3), np.float32)])
 
@@ -286,7 +286,7 @@ def test_triangular_solve_grad_vmap_jit(left_side, lower, transpose_a, unit_diag
     def solve(a, b):
         return linalg.triangular_solve(a, b, left_side=left_side, lower=lower,
                                        transpose_a=transpose_a, unit_diagonal=unit_diagonal)
-    check_grads(solve, [a, b], diff_argnums=(0, 1))
+    check_derivatives(solve, [a, b], diff_argnums=(0, 1))
     if left_side and lower:
         args32 = [a.astype(np.float32), b.astype(np.float32)]
         check_vmap(solve, args32)
@@ -295,7 +295,7 @@ def test_triangular_solve_grad_vmap_jit(left_side, lower, transpose_a, unit_diag
 
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
 def test_lu_grad(shape):
-    check_grads(lambda x: linalg.lu(x)[0], [random(shape, np.float64)])
+    check_derivatives(lambda x: linalg.lu(x)[0], [random(shape, np.float64)])
 
 
 def test_lu_vmap_jit():
@@ -309,7 +309,7 @@ def test_qr_grad(shape):
     def stacked(x):
         q, r = linalg.qr(x, full_matrices=False)
         return lax.concatenate([q, r], 0)
-    check_grads(stacked, [random(shape, np.float64)])
+    check_derivatives(stacked, [random(shape, np.float64)])
 
 
 def test_qr_vmap_jit():
@@ -320,8 +320,8 @@ def test_qr_vmap_jit():
 
 def test_eigh_grad_vmap_jit():
     x = hermitian_pd((4, 4), np.float64)
-    check_grads(lambda x: linalg.eigh(x)[1], [x])
-    check_grads(eigh_projector_sum, [x])
+    check_derivatives(lambda x: linalg.eigh(x)[1], [x])
+    check_derivatives(eigh_projector_sum, [x])
     check_vmap(lambda x: linalg.eigh(x)[1], [x.astype(np.float32)])
     check_jit_matches_eager(linalg.eigh, [x.astype(np.float32)])
 
@@ -329,8 +329,8 @@ def test_eigh_grad_vmap_jit():
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
 def test_svd_grad(shape):
     x = random(shape, np.float64)
-    check_grads(lambda x: linalg.svd(x, compute_uv=False), [x])
-    check_grads(svd_weighted, [x])
+    check_derivatives(lambda x: linalg.svd(x, compute_uv=False), [x])
+    check_derivatives(svd_weighted, [x])
 
 
 def test_svd_vmap_jit():

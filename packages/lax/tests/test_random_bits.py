@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 import pytest
-from harness import check_jit_matches_eager
 
 import lamella.core as lc
 import lamella.lax as lax
@@ -24,6 +23,7 @@ from lamella.lax.random_bits import (
     threefry_seed,
     threefry_split,
 )
+from lamella.lax.test_util import check_jit_matches_eager
 
 # Random123's kat_vectors for threefry2x32_20: (key, counter, expected output).
 KNOWN_ANSWERS = [

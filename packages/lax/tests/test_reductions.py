@@ -1,18 +1,18 @@
 """Reductions, argmax/argmin, the generic reduce and the cumulative reductions,
-through the shared harness (values, jit, derivatives, vmap) plus the edge cases
+through lamella.lax.test_util (values, jit, derivatives, vmap) plus the edge cases
 each one has: ties, NaNs, zeros, empty axes and inputs, and error messages."""
 
 import re
 
 import numpy as np
 import pytest
-from harness import check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lamella.core as lc
 import lamella.lax as lax
 from lamella.lax import reductions as R
+from lamella.lax.test_util import check
 
 RNG = np.random.default_rng(0)
 X = RNG.uniform(0.5, 1.5, (2, 3, 4)).astype(np.float32)

@@ -9,12 +9,12 @@ import time
 
 import numpy as np
 import pytest
-from harness import check_grads
 
 import lamella.core as lc
 import lamella.lax as lax
 from lamella.lax.control_flow.scan import fori_loop, scan, scan_p
 from lamella.lax.control_flow.scan import map as lax_map
+from lamella.lax.test_util import check_derivatives
 
 RNG = np.random.default_rng(0)
 W = (RNG.standard_normal((3, 3)) * 0.5).astype(np.float32)
@@ -165,12 +165,12 @@ def test_disable_jit_runs_python_loop():
 def test_jvp_and_vjp_against_numerical_derivatives():
     def f(w, h0, xs):
         return loss(w, h0, xs)
-    check_grads(f, [W, H0, XS], diff_argnums=(0, 1, 2), rtol=1e-6, atol=1e-6)
+    check_derivatives(f, [W, H0, XS], diff_argnums=(0, 1, 2), rtol=1e-6, atol=1e-6)
 
     def reversed_unrolled(w, xs):
         carry, (a, _) = rnn(w, H0.astype(np.float64), xs, reverse=True, unroll=2)
         return lax.add(carry["h"], lax.reduce_sum(a, (0,)))
-    check_grads(reversed_unrolled, [W, XS], diff_argnums=(0, 1))
+    check_derivatives(reversed_unrolled, [W, XS], diff_argnums=(0, 1))
 
 
 def test_grad_equals_grad_of_unrolled_loop():

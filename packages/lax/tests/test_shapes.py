@@ -1,5 +1,5 @@
 """Tests of lamella.lax.shapes: values against NumPy, jit, derivatives and vmap
-through the shared harness, clamping of dynamic indices, and every error.
+through lamella.lax.test_util, clamping of dynamic indices, and every error.
 
 XLA compiles dominate the run time, so shapes are few and small; dynamic
 indices are traced arguments, so trying many of their values compiles nothing
@@ -10,7 +10,6 @@ import doctest
 
 import numpy as np
 import pytest
-from harness import check, check_grads, check_vmap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +46,7 @@ from lamella.lax.shapes import (
     squeeze_p,
     transpose,
 )
+from lamella.lax.test_util import check, check_derivatives, check_vmap
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((2, 3)).astype(np.float32)
@@ -422,6 +422,6 @@ def test_errors_name_the_users_line_under_jit():
 def test_grads_and_vmap_of_the_window_helpers_directly():
     # The per-example window code paths with windows filling the axis (no shifts).
     check_vmap(lambda x, i: dynamic_slice(x, [i, 0], (5, 6)), [Y, np.int32(1)])
-    check_grads(lambda x, u, i: dynamic_update_slice(x, u, [i, 0]), [Y, Y, np.int32(1)],
+    check_derivatives(lambda x, u, i: dynamic_update_slice(x, u, [i, 0]), [Y, Y, np.int32(1)],
                 diff_argnums=(0, 1))
     check_vmap(lambda x, u, i: dynamic_update_slice(x, u, [i, 0]), [Y, Y, np.int32(1)])

@@ -6,13 +6,13 @@ import re
 
 import numpy as np
 import pytest
-from harness import check_grads, check_jit_matches_eager, check_vmap
 
 import lamella.core as lc
 import lamella.lax as lax
 from lamella.core.tree_util import tree_map
 from lamella.lax.control_flow.loops import while_loop
 from lamella.lax.control_flow.solves import custom_linear_solve, custom_root
+from lamella.lax.test_util import check_derivatives, check_jit_matches_eager, check_vmap
 
 SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], np.float32)
 B = np.array([1.0, 2.0, -1.0], np.float32)
@@ -106,7 +106,7 @@ def test_linear_solve_jacobians_match_closed_form():
 @pytest.mark.parametrize("solve", [spd_solve, nonsym_solve], ids=["cg", "cramer"])
 def test_linear_solve_derivatives_match_numerical(solve):
     a, b = (SPD, B) if solve is spd_solve else (NONSYM, B[:2])
-    check_grads(solve, [a, b], diff_argnums=(0, 1), rtol=1e-6, atol=1e-8)
+    check_derivatives(solve, [a, b], diff_argnums=(0, 1), rtol=1e-6, atol=1e-8)
 
 
 def test_linear_solve_nonsymmetric_transposes_with_transpose_solve():
@@ -209,7 +209,7 @@ def test_root_value_and_implicit_derivative():
         np.testing.assert_allclose(x_dot, 3 / (2 * np.sqrt(a)), rtol=1e-12)
         np.testing.assert_allclose(lc.grad(lc.grad(root_sqrt))(a), -0.25 * a ** -1.5,
                                    rtol=1e-10)
-    check_grads(root_sqrt, [np.float32(3.0)], rtol=1e-6)
+    check_derivatives(root_sqrt, [np.float32(3.0)], rtol=1e-6)
 
 
 def test_root_vmap_and_jit():

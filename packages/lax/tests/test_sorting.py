@@ -1,14 +1,14 @@
-"""sort, sort_key_val and top_k through the shared harness (values, jit,
+"""sort, sort_key_val and top_k through lamella.lax.test_util (values, jit,
 derivatives, vmap), plus NaN and signed-zero ordering, stability, several keys,
 integer and boolean operands, and the error messages."""
 
 import numpy as np
 import pytest
-from harness import check, check_grads, check_values
 
 import lamella.core as lc
 import lamella.lax as lax
 from lamella.lax import sorting as S
+from lamella.lax.test_util import check, check_derivatives, check_values
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((3, 4, 5)).astype(np.float32)
@@ -55,7 +55,7 @@ def test_sort_is_stable_with_several_operands():
         return np.take_along_axis(k, order, 1), np.take_along_axis(v, order, 1)
 
     check(lambda k, v: S.sort_key_val(k, v), [keys, values], reference, diff_argnums=None)
-    check_grads(lambda k, v: S.sort_key_val(k, v)[1], [keys, values], diff_argnums=(1,))
+    check_derivatives(lambda k, v: S.sort_key_val(k, v)[1], [keys, values], diff_argnums=(1,))
 
 
 def test_sort_two_keys_lexicographic():
@@ -76,11 +76,11 @@ def test_sort_gradients_of_values_and_keys():
     # Distinct keys: the derivative of sorting is a fixed permutation.
     keys = RNG.permutation(12).reshape(3, 4).astype(np.float32)
     values = RNG.standard_normal((3, 4)).astype(np.float32)
-    check_grads(lambda k, v: S.sort((k, v), dimension=0)[1], [keys, values],
+    check_derivatives(lambda k, v: S.sort((k, v), dimension=0)[1], [keys, values],
                 diff_argnums=(1,))
-    check_grads(lambda k, v: S.sort((k, v), dimension=1)[0], [keys, values],
+    check_derivatives(lambda k, v: S.sort((k, v), dimension=1)[0], [keys, values],
                 diff_argnums=(0,))
-    check_grads(lambda k: S.sort(lax.mul(k, k), dimension=1), [keys])
+    check_derivatives(lambda k: S.sort(lax.mul(k, k), dimension=1), [keys])
     weights = np.arange(4.0, dtype=np.float32)
     grad = lc.grad(lambda x: lax.reduce_sum(lax.mul(S.sort(x), weights), (0,)))(keys[0])
     np.testing.assert_array_equal(grad, np.argsort(np.argsort(keys[0])).astype(np.float32))
@@ -113,7 +113,7 @@ def _top_k_reference(k):
 @pytest.mark.parametrize("k", [1, 3])
 def test_top_k(k):
     check(lambda x: S.top_k(x, k), [X], _top_k_reference(k), diff_argnums=None)
-    check_grads(lambda x: S.top_k(x, k)[0], [X])
+    check_derivatives(lambda x: S.top_k(x, k)[0], [X])
 
 
 def test_top_k_ties_integers_and_nans():
@@ -126,7 +126,7 @@ def test_top_k_ties_integers_and_nans():
 
 def test_top_k_gradient():
     x = RNG.permutation(12).reshape(3, 4).astype(np.float32)
-    check_grads(lambda x: S.top_k(lax.mul(x, x), 2)[0], [x])
+    check_derivatives(lambda x: S.top_k(lax.mul(x, x), 2)[0], [x])
     grad = lc.grad(lambda x: lax.reduce_sum(S.top_k(x, 2)[0], (0,)))(x[0])
     expected = np.zeros(4, np.float32)
     expected[np.argsort(-x[0])[:2]] = 1

@@ -8,11 +8,11 @@ import re
 
 import numpy as np
 import pytest
-from harness import check_jit_matches_eager, check_values, check_vmap
 
 import lamella.core as lc
 import lamella.lax as lax
 from lamella.lax.control_flow.loops import while_loop
+from lamella.lax.test_util import check_jit_matches_eager, check_values, check_vmap
 
 
 def count_doublings(limit, x):

@@ -1,11 +1,10 @@
 """reduce_window (sum, max, min, general computations) against NumPy sliding
 windows, and select_and_scatter_add / select_and_gather_add (the max-pool
-gradient and its transpose), through the shared harness: values, jit,
+gradient and its transpose), through lamella.lax.test_util: values, jit,
 derivatives (first and second order), vmap; plus the error messages."""
 
 import numpy as np
 import pytest
-from harness import check, check_grads, check_values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import sliding_window_view
@@ -15,6 +14,7 @@ import lamella.lax as lax
 from lamella.lax import windows as W
 from lamella.lax.convolution import padtype_to_pads
 from lamella.lax.logical import ge_p, le_p
+from lamella.lax.test_util import check, check_derivatives, check_values
 
 RNG = np.random.default_rng(0)
 
@@ -221,8 +221,8 @@ def test_max_pool_gradients():
 
     # First order against central differences, second order through the
     # transposes of select_and_scatter_add and select_and_gather_add.
-    check_grads(pool, [x])
-    check_grads(lc.grad(loss), [x])
+    check_derivatives(pool, [x])
+    check_derivatives(lc.grad(loss), [x])
     with lc.enable_x64():
         x64 = x.astype(np.float64)
         grad = np.asarray(lc.grad(loss)(x64))

@@ -4,7 +4,7 @@ included) and dtypes, JAX's result dtypes, derivatives, vmap, jit, and errors.""
 
 import numpy as np
 import pytest
-from checks import check, check_grads
+from checks import check, check_derivatives
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -183,7 +183,7 @@ def test_corrcoef_grads_and_jit():
     # corrcoef's divisions may fuse differently under jit: equal to rounding, not bits.
     m = rand(2, 4)
     assert_matches(lc.jit(C.corrcoef)(m), np.corrcoef(m).astype(np.float32), tol=1e-6)
-    check_grads(C.corrcoef, [m], rtol=1e-5, atol=1e-5)
+    check_derivatives(C.corrcoef, [m], rtol=1e-5, atol=1e-5)
 
 
 def test_vmap_matches_loops():

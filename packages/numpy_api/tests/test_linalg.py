@@ -5,7 +5,7 @@ reused so that each shape compiles once."""
 
 import numpy as np
 import pytest
-from checks import check, check_grads, check_jit_matches_eager, check_vmap
+from checks import check, check_derivatives, check_jit_matches_eager, check_vmap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -316,7 +316,7 @@ GRAD_CASES = [
 @pytest.mark.parametrize("name, fn, args", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
 def test_gradients(name, fn, args):
     diff = tuple(range(len(args)))
-    check_grads(fn, args, diff_argnums=diff, rtol=1e-5, atol=1e-6)
+    check_derivatives(fn, args, diff_argnums=diff, rtol=1e-5, atol=1e-6)
 
 
 def test_det_gradient_at_singular_matrices():
@@ -327,7 +327,7 @@ def test_det_gradient_at_singular_matrices():
         got = np.asarray(lc.grad(la.det)(rank2))
         np.testing.assert_allclose(got, want, atol=1e-12)
         np.testing.assert_array_equal(np.asarray(lc.grad(la.det)(np.zeros((3, 3)))), 0.0)
-        check_grads(la.det, [rank2], rtol=1e-5, atol=1e-6)
+        check_derivatives(la.det, [rank2], rtol=1e-5, atol=1e-6)
 
 
 def test_slogdet_complex_sign_derivative():

@@ -8,7 +8,7 @@ import warnings
 import ml_dtypes
 import numpy as np
 import pytest
-from checks import check_grads, check_values, check_vmap
+from checks import check_derivatives, check_values, check_vmap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -465,7 +465,7 @@ def check(fn, args, ref, diff_argnums=(0,), vmap=True):
     np.testing.assert_allclose(np.asarray(jit(*args)), np.asarray(eager), rtol=1e-6, atol=1e-7)
     # Derivatives and batching of the jitted function: one compile per transformation.
     if diff_argnums:
-        check_grads(jit, args, diff_argnums, rtol=1e-5, atol=1e-6)
+        check_derivatives(jit, args, diff_argnums, rtol=1e-5, atol=1e-6)
     if vmap:
         check_vmap(jit, args)
 
