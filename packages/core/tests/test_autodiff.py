@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from numerical import numerical_grad, numerical_jvp
 from numpy_prims import (
     add,
     cos,
@@ -27,6 +26,7 @@ from numpy_prims import (
 )
 
 import lamella.core as lc
+from lamella.core.test_util import numerical_grad, numerical_jvp
 
 
 @pytest.fixture(autouse=True)

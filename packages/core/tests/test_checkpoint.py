@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import lamella.core as lc
 from lamella.core import Primitive, ShapedArray, ad
 from lamella.core.structural import transpose
+from lamella.core.test_util import numerical_grad
 
 SETTINGS = settings(max_examples=10, deadline=None)
 F32 = np.float32
@@ -47,17 +48,6 @@ def sub_eqns(jaxpr, name="checkpoint"):
 
 def names(jaxpr):
     return [e.primitive.name for e in jaxpr.eqns]
-
-
-def numerical_grad(fn, x, eps=1e-6):
-    """Central differences of a scalar function of a float64 array."""
-    x = np.asarray(x, np.float64)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (float(fn(x + e)) - float(fn(x - e))) / (2 * eps)
-    return g
 
 
 # A dot_general primitive (2-D contraction of lhs axis 1 with rhs axis 0), so the

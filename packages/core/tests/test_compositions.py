@@ -16,6 +16,9 @@ from hypothesis import strategies as st
 
 import lamella.core as lc
 from lamella.core.structural import reduce_sum, reshape
+from lamella.core.test_util import numerical_grad as num_grad
+from lamella.core.test_util import numerical_jacobian as num_jacobian
+from lamella.core.test_util import numerical_jvp
 
 SETTINGS = settings(max_examples=25, deadline=None)
 EPS = 1e-6
@@ -38,40 +41,7 @@ def x64(test):
 
 def num_jvp(f, x, t, eps=EPS):
     """Central difference of f at x along t (f: array -> pytree of arrays)."""
-    x, t = np.asarray(x, np.float64), np.asarray(t, np.float64)
-    plus, minus = f(x + eps * t), f(x - eps * t)
-    return _tree_map2(lambda a, b: (np.asarray(a) - np.asarray(b)) / (2 * eps), plus, minus)
-
-
-def num_grad(f, x, eps=EPS):
-    """Gradient of a scalar function of one array, by central differences."""
-    x = np.asarray(x, np.float64)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = 1.0
-        g[i] = num_jvp(f, x, e, eps)
-    return g
-
-
-def num_jacobian(f, x, eps=EPS):
-    """d f(x) / d x with layout out.shape + in.shape."""
-    x = np.asarray(x, np.float64)
-    out_shape = np.shape(f(x))
-    jac = np.zeros(out_shape + x.shape)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = 1.0
-        jac[(Ellipsis, *i)] = num_jvp(f, x, e, eps)
-    return jac
-
-
-def _tree_map2(fn, a, b):
-    if isinstance(a, (tuple, list)):
-        return type(a)(_tree_map2(fn, x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return {k: _tree_map2(fn, a[k], b[k]) for k in a}
-    return fn(a, b)
+    return numerical_jvp(f, [np.asarray(x, np.float64)], [np.asarray(t, np.float64)], eps)
 
 
 def close(actual, expected, rtol=RTOL, atol=ATOL):

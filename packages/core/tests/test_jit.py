@@ -17,7 +17,7 @@ import pytest
 
 import lamella.core as lc
 from lamella.core import ShapeDtypeStruct as S
-from lamella.core.jit import InterpretedProgram
+from lamella.core.dispatch import Executor, InterpretedProgram
 
 F32 = np.float32
 
@@ -489,7 +489,7 @@ def test_jitted_function_closing_over_tracers_is_not_served_stale_from_cache():
 # Executors and devices.
 
 
-class _RecordingExecutor:
+class _RecordingExecutor(Executor):
     name = "recording"
 
     def __init__(self):

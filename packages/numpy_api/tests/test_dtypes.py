@@ -116,7 +116,7 @@ def test_result_type_mixed_scalars_and_arrays():
 
 
 def test_result_type_reads_weak_arrays():
-    weak_f16 = ldt._convert_element_type(2.0, np.float16, True)
+    weak_f16 = ldt.convert_element_type(2.0, np.float16, True)
     assert lnp.result_type(weak_f16, return_weak_type_flag=True) == (np.dtype("float16"), True)
     # All weak: the concrete dtypes join and the result stays weak.
     assert lnp.result_type(weak_f16, 1, return_weak_type_flag=True) == (np.dtype("float16"), True)

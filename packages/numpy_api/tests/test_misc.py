@@ -1,4 +1,5 @@
-"""The remaining jax.numpy names (lamella.numpy.misc) against NumPy: elementwise
+"""The remaining jax.numpy names (elementwise_extras, windows, index_tricks,
+bit_packing, host_io, scalar_types) against NumPy: elementwise
 functions (values, gradients, jit, vmap), windows, index helpers and their errors,
 bit packing, host I/O, printing and the dtype/type names."""
 
@@ -16,7 +17,7 @@ import lamella.core as lc
 from lamella.core.errors import ConcretizationTypeError
 from lamella.numpy import dtypes as ldt
 
-m = importlib.import_module("lamella.numpy.misc")
+m = importlib.import_module("lamella.numpy")
 
 F32 = np.float32([-2.5, -1.25, -0.5, 0.3, 0.5, 1.5, 2.75, 3.7])
 SMALL_INTS = hnp.arrays(np.int32, st.sampled_from([(), (0,), (5,)]),

@@ -1,10 +1,15 @@
 """lamella.random against jax.random's outputs (recorded by benchmarks/record_jax_random.py).
 
 jax.random's samplers are jitted functions, so each case runs under
-`lamella.core.jit` and must equal JAX bit for bit; the gamma-based samplers
-whose last steps go through XLA's lgamma/pow differ in the last float32 bits
-and are compared to 2e-6 relative to the largest value. Eager results agree with the jitted ones
-up to XLA's fused multiply-adds (a few float32 ulps).
+`lamella.core.jit`. Keys, bits and integer samples must equal JAX's bit for
+bit on any machine. Floating-point samples go through XLA's compiled
+arithmetic (fused multiply-adds, vectorised transcendental functions) and, for
+orthogonal and multivariate_normal, through LAPACK, whose results differ in
+the last bits between CPUs (JAX itself reproduces lamella's numbers on a
+machine where the recorded ones differ): they are compared within a few ulps
+of the largest value. The gamma-based samplers whose last steps go through
+XLA's lgamma/pow are compared to 2e-6. Eager results agree with the jitted
+ones up to XLA's fused multiply-adds.
 """
 
 import json
@@ -22,6 +27,18 @@ TABLE = json.loads((pathlib.Path(__file__).parent / "data"
 CASES = TABLE["cases"]
 # Samplers whose results XLA computes with slightly different roundings.
 APPROXIMATE = {"beta", "f", "generalized_normal", "ball"}
+# Samplers that go through LAPACK (QR; Cholesky/SVD), whose kernels differ between CPUs.
+THROUGH_LAPACK = {"orthogonal", "multivariate_normal"}
+
+
+def tolerance(case, dtype) -> float | None:
+    """None (bit for bit) for integer and key results; else a relative tolerance."""
+    if case["fn"] in APPROXIMATE:
+        return 2e-6
+    if np.dtype(dtype).kind not in "fc":
+        return None
+    ulps = 16 if case["fn"] in THROUGH_LAPACK else 4
+    return ulps * float(lnp.finfo(dtype).eps)
 
 
 def decode(value):
@@ -79,7 +96,8 @@ def test_table_was_recorded_with_the_default_derivation():
 
 @pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
 def test_matches_jax(case):
-    compare(sample(case), case["out"], 2e-6 if case["fn"] in APPROXIMATE else None)
+    x = sample(case)
+    compare(x, case["out"], tolerance(case, x.dtype))
 
 
 EAGER_EXACT = {"PRNGKey", "split", "fold_in", "bits", "randint", "permutation", "bernoulli",

@@ -11,7 +11,16 @@ array([1., 1., 1.], dtype=float32)
 """
 
 from lamella.core import ad, batching, partial_eval, tree, tree_util
-from lamella.core.autodiff import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
+from lamella.core.autodiff_api import (
+                                   grad,
+                                   hessian,
+                                   jacfwd,
+                                   jacrev,
+                                   jvp,
+                                   linearize,
+                                   value_and_grad,
+                                   vjp,
+)
 from lamella.core.avals import ShapedArray, ShapeDtypeStruct, get_aval
 from lamella.core.checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat, remat_p
 from lamella.core.config import config, disable_jit, enable_x64
@@ -23,6 +32,7 @@ from lamella.core.custom_derivatives import (
                                    custom_vjp_call_p,
 )
 from lamella.core.devices import block_until_ready, device_get, device_put, devices
+from lamella.core.dispatch import register_executor
 from lamella.core.dtypes import canonicalize_dtype, float0
 from lamella.core.errors import (
                                    ConcretizationTypeError,
@@ -41,12 +51,12 @@ from lamella.core.jaxpr import (
                                    eval_jaxpr,
                                    jaxpr_as_fun,
 )
-from lamella.core.jit import Compiled, JitFunction, Lowered, Traced, jit, jit_p, register_executor
+from lamella.core.jit import Compiled, JitFunction, Lowered, Traced, jit, jit_p
 from lamella.core.make_jaxpr import eval_shape, make_jaxpr
 from lamella.core.primitive import Primitive
 from lamella.core.structural import stop_gradient
 from lamella.core.trace import Trace, Tracer
-from lamella.core.vectorize import vmap
+from lamella.core.vmap_api import vmap
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,7 @@
-"""Automatic differentiation: the JVP trace, symbolic zeros, and transposition.
+"""The autodiff interpreters: the JVP trace and transposition (JAX's `jax.interpreters.ad`).
+
+The public API built on them (`jvp`, `grad`, `vjp`, ...) is in `autodiff_api.py`;
+the rule tables and helpers they apply are in `rules.py`, re-exported here.
 
 Forward mode runs the user's function on `JVPTracer`s, each a (primal, tangent)
 pair, applying each primitive's JVP rule from `primitive_jvps`:
@@ -21,11 +24,27 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from lamella.core import dtypes
 from lamella.core.avals import ShapedArray
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, jaxpr_as_fun
+from lamella.core.primitive import Primitive
+from lamella.core.rules import (
+    UndefinedPrimal,
+    Zero,
+    add_tangents,
+    defjvp,
+    defjvp2,
+    defjvp_zero,
+    deflinear,
+    deflinear2,
+    instantiate_zeros,
+    is_undefined_primal,
+    linear_jvp,
+    primitive_batchers,
+    primitive_jvps,
+    primitive_transposes,
+    zeros_like_aval,
+)
 from lamella.core.source_info import call_site, carry_source_info, describe
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import (
@@ -34,70 +53,17 @@ from lamella.core.trace import (
     aval_of,
     check_foreign_tracer,
     concrete_value,
+    current_trace,
     set_current_trace,
 )
 from lamella.core.util import merge_lists, weakref_lru_cache
 
-primitive_jvps: dict[Any, Callable] = {}
-primitive_transposes: dict[Any, Callable] = {}
-
-
-class Zero:
-    """A symbolic zero tangent or cotangent of the given aval."""
-
-    __slots__ = ("aval",)
-
-    def __init__(self, aval: ShapedArray):
-        self.aval = aval
-
-    @staticmethod
-    def from_primal_value(x: Any) -> Zero:
-        return Zero(aval_of(x).to_tangent_aval())
-
-    def __repr__(self) -> str:
-        return f"Zero({self.aval.str_short()})"
-
-
-class UndefinedPrimal:
-    """Stands for a linear input of a transpose rule: only its aval is known."""
-
-    __slots__ = ("aval",)
-
-    def __init__(self, aval: ShapedArray):
-        self.aval = aval
-
-    def __repr__(self) -> str:
-        return f"UndefinedPrimal({self.aval.str_short()})"
-
-
-def is_undefined_primal(x: Any) -> bool:
-    return type(x) is UndefinedPrimal
-
-
-def zeros_like_aval(aval: ShapedArray) -> Any:
-    """An array of zeros, built on the current trace (a broadcast of a scalar)."""
-    from lamella.core import structural
-    if aval.dtype == dtypes.float0:
-        return np.zeros(aval.shape, dtypes.float0)
-    zero = np.zeros((), aval.dtype)
-    if not aval.shape:
-        return zero
-    return structural.broadcast_in_dim(zero, aval.shape, ())
-
-
-def instantiate_zeros(t: Any) -> Any:
-    return zeros_like_aval(t.aval) if type(t) is Zero else t
-
-
-def add_tangents(x: Any, y: Any) -> Any:
-    """Adds two tangents, either of which may be a symbolic Zero."""
-    from lamella.core import structural
-    if type(x) is Zero:
-        return y
-    if type(y) is Zero:
-        return x
-    return structural.add_any_p.bind(x, y)
-
+__all__ = [  # the interpreters, and the rule tables and helpers re-exported from rules
+    "JVPTrace", "JVPTracer", "UndefinedPrimal", "Zero", "add_tangents", "backward_pass",
+    "custom_lin_p", "defjvp", "defjvp2", "defjvp_zero", "deflinear", "deflinear2",
+    "instantiate_zeros", "is_undefined_primal", "jvp_flat", "jvp_jaxpr", "linear_jvp",
+    "primitive_jvps", "primitive_transposes", "transpose_jaxpr", "zeros_like_aval",
+]
 
 # ---------------------------------------------------------------------------
 # The JVP trace.
@@ -180,7 +146,6 @@ class JVPTrace(Trace):
         return [self.wrap(p, t) for p, t in zip(primal_outs, tangent_outs)]
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, args, out_trees, symbolic_zeros):
-        from lamella.core.custom_derivatives import custom_lin_p
         primals, tangents = zip(*map(self.to_primal_tangent, args))
         with set_current_trace(self.parent):
             if all(type(t) is Zero for t in tangents):
@@ -193,6 +158,32 @@ class JVPTrace(Trace):
                 *residuals, *map(instantiate_zeros, tangents), num_res=len(residuals),
                 bwd=bwd, out_avals=out_avals, symbolic_zeros=symbolic_zeros)
         return [self.wrap(p, t) for p, t in zip(primal_outs, tangent_outs)]
+
+
+# custom_vjp under JVP: `fwd` runs now; the tangent is `custom_lin` of the
+# residuals, a linear primitive whose transpose calls `bwd`.
+
+custom_lin_p = Primitive("custom_lin")
+custom_lin_p.multiple_results = True
+
+
+@custom_lin_p.def_impl
+def _custom_lin_impl(*args, **params):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function; "
+                    "use reverse mode (grad, vjp) or define the function with custom_jvp.")
+
+
+custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
+    cts_in = bwd(list(args[:num_res]), list(cts))
+    return [None] * num_res + list(cts_in)
+
+
+primitive_transposes[custom_lin_p] = _custom_lin_transpose
+# Batched tangents reach custom_lin only under forward mode (jacfwd, vmap of jvp).
+primitive_batchers[custom_lin_p] = _custom_lin_impl
 
 
 def _check_tangent(rule_name: str, primal: Any, tangent: Any) -> None:
@@ -241,7 +232,6 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool],
 
 @weakref_lru_cache()
 def _jvp_jaxpr(closed, nonzeros, instantiate):
-    from lamella.core.trace import current_trace
     in_avals = closed.in_avals
     n = len(in_avals)
     tangent_avals = [a.to_tangent_aval() for a, nz in zip(in_avals, nonzeros) if nz]
@@ -260,67 +250,6 @@ def _jvp_jaxpr(closed, nonzeros, instantiate):
 
     jaxpr, consts = trace_to_jaxpr(fun, [*in_avals, *tangent_avals])
     return ClosedJaxpr(jaxpr, consts), tuple(out_nonzeros)
-
-
-# ---------------------------------------------------------------------------
-# Rule helpers.
-
-
-def defjvp(primitive, *jvp_fns: Callable | None) -> None:
-    """JVP from one function per operand: `jvp_fns[i](tangent_i, *primals, **params)`
-    gives operand i's contribution to the output tangent (None: not differentiable)."""
-    def rule(primals, tangents, **params):
-        out = primitive.bind(*primals, **params)
-        tangent_out = Zero.from_primal_value(out)
-        for fn, t in zip(jvp_fns, tangents):
-            if fn is not None and type(t) is not Zero:
-                tangent_out = add_tangents(tangent_out, fn(t, *primals, **params))
-        return out, tangent_out
-    primitive_jvps[primitive] = rule
-
-
-def defjvp2(primitive, *jvp_fns: Callable | None) -> None:
-    """Like `defjvp`, but each function also gets the primal output first:
-    `jvp_fns[i](tangent_i, out, *primals, **params)`."""
-    def rule(primals, tangents, **params):
-        out = primitive.bind(*primals, **params)
-        tangent_out = Zero.from_primal_value(out)
-        for fn, t in zip(jvp_fns, tangents):
-            if fn is not None and type(t) is not Zero:
-                tangent_out = add_tangents(tangent_out, fn(t, out, *primals, **params))
-        return out, tangent_out
-    primitive_jvps[primitive] = rule
-
-
-def defjvp_zero(primitive) -> None:
-    """The primitive's output has a zero derivative (comparisons, rounding ...)."""
-    def rule(primals, tangents, **params):
-        out = primitive.bind(*primals, **params)
-        if primitive.multiple_results:
-            return out, [Zero.from_primal_value(o) for o in out]
-        return out, Zero.from_primal_value(out)
-    primitive_jvps[primitive] = rule
-
-
-def linear_jvp(primitive, primals, tangents, **params):
-    out = primitive.bind(*primals, **params)
-    tangent_out = primitive.bind(*map(instantiate_zeros, tangents), **params)
-    return out, tangent_out
-
-
-def deflinear(primitive, transpose_rule: Callable) -> None:
-    """A primitive linear in all its operands; `transpose_rule(ct, **params)`
-    returns the cotangents of the operands."""
-    primitive_jvps[primitive] = lambda p, t, **params: linear_jvp(primitive, p, t, **params)
-    primitive_transposes[primitive] = (
-        lambda ct, *args, **params: transpose_rule(ct, **params))
-
-
-def deflinear2(primitive, transpose_rule: Callable) -> None:
-    """Like `deflinear`, but `transpose_rule(ct, *args, **params)` also sees the
-    operands (as `UndefinedPrimal`s, which carry their avals)."""
-    primitive_jvps[primitive] = lambda p, t, **params: linear_jvp(primitive, p, t, **params)
-    primitive_transposes[primitive] = transpose_rule
 
 
 # ---------------------------------------------------------------------------

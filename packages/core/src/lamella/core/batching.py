@@ -1,4 +1,7 @@
-"""Batching: the trace behind `vmap`, and the batching rule tables.
+"""The batching interpreter behind `vmap` (JAX's `jax.interpreters.batching`).
+
+The public `vmap` is in `vmap_api.py`; the rule tables and axis helpers are in
+`rules.py`, re-exported here.
 
 A `BatchTracer` holds a value with one extra axis, `batch_dim`, that the user's
 function cannot see. A batching rule takes the unwrapped values and their batch
@@ -14,10 +17,23 @@ Rules that need the axis itself (its size or name, for collectives) go in
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from lamella.core.avals import ShapedArray
 from lamella.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from lamella.core.rules import (
+    AxisData,
+    Zero,
+    at_front,
+    broadcast,
+    defbroadcasting,
+    defvectorized,
+    fancy_primitive_batchers,
+    matchaxis,
+    moveaxis,
+    not_mapped,
+    primitive_batchers,
+)
 from lamella.core.source_info import call_site
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import (
@@ -30,20 +46,11 @@ from lamella.core.trace import (
 )
 from lamella.core.util import weakref_lru_cache
 
-not_mapped = None
-"""The batch dim of a value that is the same for every batch element."""
-
-primitive_batchers: dict[Any, Callable] = {}
-fancy_primitive_batchers: dict[Any, Callable] = {}
-
-
-class AxisData(NamedTuple):
-    """The axis being vmapped over: its name (for collectives) and size."""
-
-    name: Any
-    size: int
-    spmd_name: Any = None
-
+__all__ = [  # the interpreter, and the rule tables and helpers re-exported from rules
+    "AxisData", "BatchTrace", "BatchTracer", "at_front", "batch_jaxpr", "broadcast",
+    "defbroadcasting", "defvectorized", "fancy_primitive_batchers", "matchaxis", "moveaxis",
+    "not_mapped", "primitive_batchers",
+]
 
 def _remove_axis(aval: ShapedArray, dim: int) -> ShapedArray:
     return aval.update(shape=aval.shape[:dim] + aval.shape[dim + 1:])
@@ -130,7 +137,6 @@ class BatchTrace(Trace):
         return batched
 
     def process_custom_jvp_call(self, primitive, fun, jvp, args, symbolic_zeros):
-        from lamella.core.ad import Zero
         vals, dims = zip(*map(self.to_batch_info, args)) if args else ((), ())
         # Even with no batched argument the function may close over this trace's
         # tracers, so it always runs batched (its outputs batched at axis 0).
@@ -156,7 +162,6 @@ class BatchTrace(Trace):
         return [BatchTracer(self, o, 0) for o in outs]
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, args, out_trees, symbolic_zeros):
-        from lamella.core.ad import Zero
         vals, dims = zip(*map(self.to_batch_info, args)) if args else ((), ())
         size = self.axis_data.size  # always batched, as for custom_jvp above
 
@@ -188,88 +193,6 @@ class BatchTrace(Trace):
                 primitive, self._batched_fun(fun, dims), batched_fwd, batched_bwd, vals,
                 out_trees, symbolic_zeros)
         return [BatchTracer(self, o, 0) for o in outs]
-
-
-# ---------------------------------------------------------------------------
-# Moving batch axes around (with core's structural primitives).
-
-
-def moveaxis(x: Any, src: int, dst: int) -> Any:
-    from lamella.core import structural
-    if src == dst:
-        return x
-    ndim = aval_of(x).ndim
-    perm = [i for i in range(ndim) if i != src]
-    perm.insert(dst, src)
-    return structural.transpose(x, tuple(perm))
-
-
-def broadcast(x: Any, size: int, axis: int) -> Any:
-    """Adds an axis of length `size` at `axis`, repeating `x` along it."""
-    from lamella.core import structural
-    aval = aval_of(x)
-    shape = aval.shape[:axis] + (size,) + aval.shape[axis:]
-    dims = tuple(i if i < axis else i + 1 for i in range(aval.ndim))
-    return structural.broadcast_in_dim(x, shape, dims)
-
-
-def matchaxis(size: int, src: int | None, dst: int | None, x: Any,
-              sum_match: bool = False) -> Any:
-    """Moves (or creates, or sums away with `sum_match`) a batch axis from src to dst."""
-    from lamella.core import structural
-    if src == dst:
-        return x
-    if src is not_mapped:
-        return broadcast(x, size, dst)
-    if dst is not_mapped:
-        if sum_match:
-            return structural.reduce_sum(x, (src,))
-        raise ValueError(f"can't match a batched axis {src} to an unbatched value")
-    return moveaxis(x, src, dst)
-
-
-def at_front(x: Any, dim: int | None, size: int) -> Any:
-    """`x` with its batch axis at 0, broadcasting unbatched values."""
-    return matchaxis(size, dim, 0, x)
-
-
-# ---------------------------------------------------------------------------
-# Rule helpers.
-
-
-def defvectorized(primitive) -> None:
-    """Batching for primitives that act elementwise on one operand."""
-    def rule(args, dims, **params):
-        (x,), (d,) = args, dims
-        return primitive.bind(x, **params), d
-    primitive_batchers[primitive] = rule
-
-
-def defbroadcasting(primitive) -> None:
-    """Batching for n-ary primitives with NumPy broadcasting semantics.
-
-    Batched operands get their batch axis at the front, padded with size-1 axes
-    to a common rank; unbatched operands are left for broadcasting to align.
-    """
-    def rule(args, dims, **params):
-        ranks = [aval_of(x).ndim - (d is not not_mapped) for x, d in zip(args, dims)]
-        rank = max(ranks)
-        aligned = []
-        for x, d, r in zip(args, dims, ranks):
-            if d is not_mapped:
-                aligned.append(x)
-                continue
-            x = moveaxis(x, d, 0)
-            if r < rank:
-                from lamella.core import structural
-                shape = aval_of(x).shape
-                x = structural.reshape(x, (shape[0],) + (1,) * (rank - r) + shape[1:])
-            aligned.append(x)
-        out = primitive.bind(*aligned, **params)
-        if primitive.multiple_results:
-            return out, [0] * len(out)
-        return out, 0
-    primitive_batchers[primitive] = rule
 
 
 # ---------------------------------------------------------------------------

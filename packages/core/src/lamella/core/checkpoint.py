@@ -16,13 +16,15 @@ from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from lamella.core import ad, batching, partial_eval
+from lamella.core import partial_eval
+from lamella.core.api_util import abstractify_args, flatten_outputs, fun_name
+from lamella.core.call_rules import register_call_rules
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Var, dce_jaxpr, eval_jaxpr
-from lamella.core.jit import abstractify_args, flatten_outputs, fun_name
 from lamella.core.primitive import Primitive
+from lamella.core.rules import deflinear, defvectorized
 from lamella.core.staging import trace_subjaxpr, trace_to_jaxpr
 from lamella.core.trace import set_current_trace
-from lamella.core.tree_util import tree_flatten, tree_unflatten
+from lamella.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from lamella.core.util import merge_lists, partition_list
 
 
@@ -38,31 +40,6 @@ class RematPrimitive(Primitive):
 remat_p = RematPrimitive("checkpoint")
 remat_p.def_impl(lambda *args, jaxpr, **_: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args))
 remat_p.def_abstract_eval(lambda *avals, jaxpr, **_: jaxpr.out_avals)
-
-
-def _remat_jvp(primals, tangents, *, jaxpr, **params):
-    nonzeros = [type(t) is not ad.Zero for t in tangents]
-    jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
-    outs = remat_p.bind(*primals, *[t for t in tangents if type(t) is not ad.Zero],
-                        jaxpr=jvp_closed, **params)
-    n = len(jaxpr.out_avals)
-    tangents_out = iter(outs[n:])
-    return outs[:n], [next(tangents_out) if nz else ad.Zero(a.to_tangent_aval())
-                      for a, nz in zip(jaxpr.out_avals, out_nonzeros)]
-
-
-def _remat_batch(axis_data, args, dims, *, jaxpr, **params):
-    batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims)
-    return remat_p.bind(*args, jaxpr=batched, **params), out_dims
-
-
-def _remat_transpose(cts, *args, jaxpr, **params):
-    linear = [ad.is_undefined_primal(x) for x in args]
-    transposed = ad.transpose_jaxpr(jaxpr, linear)
-    nonlinear = [x for x, lin in zip(args, linear) if not lin]
-    outs = iter(remat_p.bind(*nonlinear, *map(ad.instantiate_zeros, cts), jaxpr=transposed,
-                             **params))
-    return [next(outs) if lin else None for lin in linear]
 
 
 def _saveable(policy: Callable | None, eqn) -> bool:
@@ -120,9 +97,7 @@ def _compose(recompute: ClosedJaxpr, unknown: ClosedJaxpr, n_known: int, n_saved
     return ClosedJaxpr(jaxpr, consts)
 
 
-ad.primitive_jvps[remat_p] = _remat_jvp
-ad.primitive_transposes[remat_p] = _remat_transpose
-batching.fancy_primitive_batchers[remat_p] = _remat_batch
+register_call_rules(remat_p, partial_eval_rule=False)
 partial_eval.partial_eval_rules[remat_p] = _remat_partial_eval
 
 
@@ -132,13 +107,24 @@ partial_eval.partial_eval_rules[remat_p] = _remat_partial_eval
 name_p = Primitive("name")
 name_p.def_impl(lambda x, *, name: x)
 name_p.def_abstract_eval(lambda x, *, name: x)
-ad.deflinear(name_p, lambda ct, *, name: [ct])
-batching.defvectorized(name_p)
+deflinear(name_p, lambda ct, *, name: [ct])
+defvectorized(name_p)
 
 
 def checkpoint_name(x: Any, name: str) -> Any:
-    """Tags `x` (a pytree) with a name that checkpoint policies can refer to."""
-    from lamella.core.tree_util import tree_map
+    """Tags `x` (a pytree) with a name that checkpoint policies can refer to.
+
+
+
+    Args:
+      x: a pytree of arrays.
+      name: the name a checkpoint policy can refer to
+        (`checkpoint_policies.save_only_these_names(name)`).
+
+    Returns:
+      `x`, unchanged in value.
+
+    """
     return tree_map(lambda leaf: name_p.bind(leaf, name=name), x)
 
 
@@ -204,6 +190,17 @@ checkpoint_policies = SimpleNamespace(
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
                static_argnums: int | tuple[int, ...] = ()) -> Callable:
     """Makes `fun` recompute its intermediates in the backward pass instead of saving them.
+
+    Args:
+      fun: the function whose intermediates to recompute.
+      prevent_cse: keep XLA from merging the recomputation with the forward pass.
+      policy: `policy(primitive, *avals, **params) -> bool` says which values may
+        be saved after all (see `checkpoint_policies`); None saves only inputs.
+      static_argnums: arguments passed to `fun` as Python values.
+
+    Returns:
+      A function like `fun` whose reverse-mode derivative recomputes instead of
+      storing.
 
     >>> import numpy as np
     >>> from lamella.core import grad

@@ -14,53 +14,16 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from lamella.core import ad, batching
-from lamella.core.ad import Zero, instantiate_zeros
+from lamella.core import dtypes
+from lamella.core.api_util import flatten_outputs, fun_name
 from lamella.core.jaxpr import jaxpr_as_fun
-from lamella.core.jit import flatten_outputs, fun_name
 from lamella.core.primitive import Primitive
+from lamella.core.rules import Zero, add_tangents, instantiate_zeros, zeros_like_aval
 from lamella.core.trace import aval_of, current_trace
 from lamella.core.tree_util import tree_flatten, tree_structure, tree_unflatten
 
 SymbolicZero = Zero
 """With `symbolic_zeros=True`, zero tangents/cotangents reach the rules as these."""
-
-
-def _closure_error(kind: str) -> TypeError:
-    return TypeError(
-        f"Detected differentiation of a {kind} function with respect to a closed-over value. "
-        f"That isn't supported because the custom rule only specifies how to differentiate "
-        f"the {kind} function with respect to its explicit arguments. Pass the closed-over "
-        "value into the function as an argument, and adapt the rule.")
-
-
-def jvp_ignoring_consts(jvp: Callable, num_consts: int) -> Callable:
-    """A flat JVP rule for a body whose first `num_consts` inputs were closed over."""
-    if num_consts == 0:
-        return jvp
-
-    def rule(primals, tangents):
-        if any(type(t) is not Zero for t in tangents[:num_consts]):
-            raise _closure_error("custom_jvp")
-        return jvp(primals[num_consts:], tangents[num_consts:])
-    return rule
-
-
-def fwd_ignoring_consts(fwd: Callable, num_consts: int) -> Callable:
-    if num_consts == 0:
-        return fwd
-
-    def rule(primals, nonzeros):
-        if any(nonzeros[:num_consts]):
-            raise _closure_error("custom_vjp")
-        return fwd(primals[num_consts:], nonzeros[num_consts:])
-    return rule
-
-
-def bwd_ignoring_consts(bwd: Callable, num_consts: int) -> Callable:
-    if num_consts == 0:
-        return bwd
-    return lambda res, cts: [None] * num_consts + list(bwd(res, cts))
 
 
 class CustomJVPCallPrimitive(Primitive):
@@ -94,29 +57,6 @@ custom_jvp_call_p = CustomJVPCallPrimitive("custom_jvp_call")
 custom_vjp_call_p = CustomVJPCallPrimitive("custom_vjp_call")
 for _p in (custom_jvp_call_p, custom_vjp_call_p):
     _p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
-
-custom_lin_p = Primitive("custom_lin")
-custom_lin_p.multiple_results = True
-
-
-@custom_lin_p.def_impl
-def _custom_lin_impl(*args, **params):
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function; "
-                    "use reverse mode (grad, vjp) or define the function with custom_jvp.")
-
-
-custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
-
-
-def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
-    cts_in = bwd(list(args[:num_res]), list(cts))
-    return [None] * num_res + list(cts_in)
-
-
-ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
-# Batched tangents reach custom_lin only under forward mode (jacfwd, vmap of jvp).
-batching.primitive_batchers[custom_lin_p] = _custom_lin_impl
-
 
 def _resolve_args(fun: Callable, args: tuple, kwargs: dict) -> tuple:
     """Keyword arguments bound to positions and defaults filled in (as JAX does), so
@@ -166,6 +106,14 @@ class _Signature:
 
 class custom_jvp:
     """A function with a custom JVP rule, defined with `defjvp` or `defjvps`.
+
+    Args:
+      fun: the function (its rule is attached with `defjvp` or `defjvps`).
+      nondiff_argnums: arguments that are not differentiated; they are passed to
+        the rule first, as Python values if they are not arrays.
+
+    The rule `jvp(primals, tangents) -> (primal_out, tangent_out)` takes tuples
+    of the function's arguments and tangents.
 
     >>> import numpy as np
     >>> from lamella.core import jvp
@@ -249,6 +197,11 @@ class custom_vjp:
     `fwd` takes the function's arguments and returns `(output, residuals)`;
     `bwd(*nondiff_args, residuals, output_cotangent)` returns a tuple with one
     cotangent (or None for zero) per differentiable argument.
+
+    Args:
+      fun: the function (its rules are attached with `defvjp(fwd, bwd)`).
+      nondiff_argnums: arguments that are not differentiated; they are passed to
+        `bwd` first.
 
     >>> import numpy as np
     >>> from lamella.core import grad
@@ -348,7 +301,6 @@ def _is_zero(x: Any) -> bool:
 def _as_tangent(primal: Any, tangent: Any) -> Any:
     if type(tangent) is Zero:
         return tangent
-    from lamella.core import dtypes
     if aval_of(tangent).dtype == dtypes.float0:
         return Zero.from_primal_value(primal)
     return tangent
@@ -356,7 +308,7 @@ def _as_tangent(primal: Any, tangent: Any) -> Any:
 
 def _zeros_tree(tree: Any) -> Any:
     leaves, treedef = tree_flatten(tree)
-    return tree_unflatten(treedef, [ad.zeros_like_aval(aval_of(x).to_tangent_aval())
+    return tree_unflatten(treedef, [zeros_like_aval(aval_of(x).to_tangent_aval())
                                     for x in leaves])
 
 
@@ -364,5 +316,5 @@ def _add_trees(a: Any, b: Any) -> Any:
     if tree_structure(a) != tree_structure(b):
         raise TypeError("defjvps rules must return tangents with the output's structure.")
     leaves_a, treedef = tree_flatten(a)
-    return tree_unflatten(treedef, [ad.add_tangents(x, y)
+    return tree_unflatten(treedef, [add_tangents(x, y)
                                     for x, y in zip(leaves_a, tree_flatten(b)[0])])

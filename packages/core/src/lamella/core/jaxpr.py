@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from lamella.core import dtypes
-from lamella.core.avals import ShapedArray
+from lamella.core.avals import ShapedArray, get_aval
 from lamella.core.errors import JaxprTypeError
 from lamella.core.source_info import SourceInfo, carry_source_info, describe
 
@@ -292,9 +292,8 @@ def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
 
 
 def _aval_of_const(const: Any) -> ShapedArray | None:
-    from lamella.core.trace import aval_of
     try:
-        return aval_of(const)
+        return get_aval(const)
     except TypeError:
         return None
 

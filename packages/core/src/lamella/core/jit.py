@@ -20,123 +20,30 @@ np.float32(6.0)
 from __future__ import annotations
 
 import functools
-import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
-import numpy as np
-
-from lamella.core import ad, batching, partial_eval
-from lamella.core.avals import ShapedArray, ShapeDtypeStruct, get_aval
+from lamella.core.api_util import (
+    abstractify_args,
+    as_tuple,
+    flatten_outputs,
+    fun_name,
+    fun_signature,
+    fun_source,
+    leaf_names,
+    resolve_static,
+)
+from lamella.core.avals import ShapeDtypeStruct
+from lamella.core.call_rules import register_call_rules
 from lamella.core.config import config
-from lamella.core.jaxpr import ClosedJaxpr, DebugInfo, eval_jaxpr
+from lamella.core.dispatch import current_executor, executor_generation
+from lamella.core.jaxpr import DebugInfo
 from lamella.core.primitive import Primitive
 from lamella.core.staging import hoist_tracer_consts, trace_to_jaxpr
-from lamella.core.trace import Tracer, aval_of, set_current_trace
-from lamella.core.tree_util import (
-    PyTreeDef,
-    keystr,
-    tree_flatten,
-    tree_flatten_with_path,
-    tree_map,
-    tree_structure,
-    tree_unflatten,
-)
-from lamella.core.util import merge_lists, partition_list
-
-# ---------------------------------------------------------------------------
-# Executors.
-
-
-class Executor(Protocol):
-    """Runs closed jaxprs: core's interpreter, or lamella.lax's XLA runtime."""
-
-    name: str
-
-    def execute(self, closed: ClosedJaxpr, args: Sequence[Any], *, name: str,
-                donated_invars: tuple[bool, ...]) -> list[Any]: ...
-
-    def lower(self, closed: ClosedJaxpr, *, name: str,
-              donated_invars: tuple[bool, ...]) -> Any: ...
-
-
-class InterpreterExecutor:
-    """Evaluates jaxprs equation by equation with each primitive's NumPy `impl`.
-
-    Donation is accepted and ignored: NumPy buffers are not reused.
-    """
-
-    name = "interpreter"
-
-    def execute(self, closed, args, *, name, donated_invars):
-        return _interpret(closed, args)
-
-    def lower(self, closed, *, name, donated_invars):
-        return InterpretedProgram(closed, name)
-
-
-class InterpretedProgram:
-    """The interpreter's "lowered" and "compiled" form: the jaxpr itself."""
-
-    def __init__(self, closed: ClosedJaxpr, name: str):
-        self.closed = closed
-        self.name = name
-
-    def as_text(self) -> str:
-        return str(self.closed)
-
-    def compile(self) -> InterpretedProgram:
-        return self
-
-    def cost_analysis(self) -> dict[str, float]:
-        """Equation count and the bytes each equation reads and writes."""
-        eqns = self.closed.jaxpr.eqns
-        accessed = sum(v.aval.size * v.aval.dtype.itemsize
-                       for e in eqns for v in [*e.invars, *e.outvars])
-        return {"equations": float(len(eqns)), "bytes accessed": float(accessed)}
-
-    def __call__(self, *flat_args):
-        return _interpret(self.closed, flat_args)
-
-
-def _interpret(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
-    """Evaluates `closed` on values of the types its jaxpr declares, returning those types.
-
-    NumPy computes Python scalars and float64 scalars in 64 bits; the jaxpr says
-    they are f32 (without x64), as a compiled executor would treat them.
-    """
-    args = [_as_declared(x, aval) for x, aval in zip(args, closed.in_avals)]
-    outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    return [_as_declared(x, aval) for x, aval in zip(outs, closed.out_avals)]
-
-
-def _as_declared(x: Any, aval: ShapedArray) -> Any:
-    return x if getattr(x, "dtype", None) == aval.dtype else np.asarray(x, aval.dtype)
-
-
-_executor: list[Executor] = [InterpreterExecutor()]
-_executor_version = [0]  # bumped on registration, so jit functions re-pick their dispatcher
-
-
-def register_executor(executor: Executor) -> Executor:
-    """Makes `executor` run every top-level jit call; returns the previous one.
-
-    An executor may also offer `fast_dispatch(jit_function) -> callable`, a
-    faster way to call a jit function (lamella.lax serves cache hits from C++)
-    that falls back on `jit_function.call_and_report`, and `wrap_jit(jit_function)`,
-    the object `jit` returns in its place.
-    """
-    previous = _executor[0]
-    _executor[0] = executor
-    _executor_version[0] += 1
-    return previous
-
-
-def current_executor() -> Executor:
-    return _executor[0]
-
+from lamella.core.trace import aval_of
+from lamella.core.tree_util import PyTreeDef, tree_flatten, tree_map, tree_structure, tree_unflatten
 
 # ---------------------------------------------------------------------------
 # The call primitive and its rules.
@@ -157,7 +64,7 @@ jit_p = JitPrimitive("jit")
 
 @jit_p.def_impl
 def _jit_impl(*args, jaxpr, name, donated_invars):
-    return _executor[0].execute(jaxpr, args, name=name, donated_invars=donated_invars)
+    return current_executor().execute(jaxpr, args, name=name, donated_invars=donated_invars)
 
 
 @jit_p.def_abstract_eval
@@ -172,144 +79,18 @@ def _jit_abstract_eval(*avals, jaxpr, name, donated_invars):
     return jaxpr.out_avals
 
 
-def _no_donation(n: int) -> tuple[bool, ...]:
-    return (False,) * n
+def _derived_params(kind: str, params: dict, num_args: int) -> dict:
+    """Params of the jit calls that transformations derive: they donate nothing."""
+    name = f"transpose({params['name']})" if kind == "transpose" else params["name"]
+    return dict(params, name=name, donated_invars=(False,) * num_args)
 
 
-def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars):
-    nonzeros = [type(t) is not ad.Zero for t in tangents]
-    jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
-    nonzero_tangents = [t for t in tangents if type(t) is not ad.Zero]
-    outs = jit_p.bind(*primals, *nonzero_tangents, jaxpr=jvp_closed, name=name,
-                      donated_invars=_no_donation(len(primals) + len(nonzero_tangents)))
-    n = len(jaxpr.out_avals)
-    tangents_out = iter(outs[n:])
-    return outs[:n], [next(tangents_out) if nz else ad.Zero(a.to_tangent_aval())
-                      for a, nz in zip(jaxpr.out_avals, out_nonzeros)]
+register_call_rules(jit_p, _derived_params)
 
 
-def _jit_transpose(cts, *args, jaxpr, name, donated_invars):
-    linear = [ad.is_undefined_primal(x) for x in args]
-    transposed = ad.transpose_jaxpr(jaxpr, linear)
-    nonlinear = [x for x, lin in zip(args, linear) if not lin]
-    cts = [ad.instantiate_zeros(ct) for ct in cts]
-    outs = iter(jit_p.bind(*nonlinear, *cts, jaxpr=transposed, name=f"transpose({name})",
-                           donated_invars=_no_donation(len(nonlinear) + len(cts))))
-    return [next(outs) if lin else None for lin in linear]
-
-
-def _jit_batch(axis_data, args, dims, *, jaxpr, name, donated_invars):
-    batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims)
-    outs = jit_p.bind(*args, jaxpr=batched, name=name, donated_invars=donated_invars)
-    return outs, out_dims
-
-
-def _jit_partial_eval(trace, args, *, jaxpr, name, donated_invars):
-    unknowns = [trace.is_unknown(x) for x in args]
-    known, unknown, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(jaxpr, unknowns)
-    known_args, unknown_args = partition_list(unknowns, args)
-    with set_current_trace(trace.known):
-        known_outs = jit_p.bind(*known_args, jaxpr=known, name=name,
-                                donated_invars=_no_donation(len(known_args)))
-    split = len(known_outs) - num_res
-    known_outs, residuals = known_outs[:split], known_outs[split:]
-    with set_current_trace(trace.unknown):
-        unknown_outs = jit_p.bind(*residuals, *unknown_args, jaxpr=unknown, name=name,
-                                  donated_invars=_no_donation(num_res + len(unknown_args)))
-    return merge_lists(out_unknowns, known_outs, unknown_outs)
-
-
-ad.primitive_jvps[jit_p] = _jit_jvp
-ad.primitive_transposes[jit_p] = _jit_transpose
-batching.fancy_primitive_batchers[jit_p] = _jit_batch
-partial_eval.partial_eval_rules[jit_p] = _jit_partial_eval
-
-
-# ---------------------------------------------------------------------------
-# Turning Python calls into flat arrays and back.
-
-
-def fun_signature(fun: Callable) -> inspect.Signature | None:
-    try:
-        return inspect.signature(fun)
-    except (TypeError, ValueError):
-        return None
-
-
-def fun_name(fun: Callable) -> str:
-    return getattr(fun, "__name__", None) or type(fun).__name__
-
-
-def fun_source(fun: Callable) -> str | None:
-    code = getattr(inspect.unwrap(fun), "__code__", None)
-    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
-
-
-def abstractify_args(flat_args: Sequence[Any], leaf_names: Callable[[], list[str]],
-                     what: str) -> list[ShapedArray]:
-    """The avals of flattened arguments, with an error naming a non-array argument."""
-    avals = []
-    for i, x in enumerate(flat_args):
-        try:
-            avals.append(aval_of(x))
-        except TypeError:
-            raise TypeError(
-                f"Error interpreting argument to {what} as an abstract array. The problematic "
-                f"value is of type {type(x).__name__} and was passed at `{leaf_names()[i]}`. "
-                f"Only arrays, NumPy scalars and Python numbers can be traced: mark this "
-                f"argument static with static_argnums/static_argnames, or convert it to an "
-                f"array.") from None
-    return avals
-
-
-def _leaf_names(signature, dyn_positions, dyn_args, dyn_kwargs) -> list[str]:
-    params = list(signature.parameters) if signature is not None else []
-    names = []
-    for pos, arg in zip(dyn_positions, dyn_args):
-        base = params[pos] if pos < len(params) and signature.parameters[
-            params[pos]].kind is not inspect.Parameter.VAR_POSITIONAL else f"args[{pos}]"
-        names.extend(base + keystr(path) for path, _ in tree_flatten_with_path(arg)[0])
-    for key in sorted(dyn_kwargs):
-        names.extend(key + keystr(path) for path, _ in
-                     tree_flatten_with_path(dyn_kwargs[key])[0])
-    return names
-
-
-def flatten_outputs(outs: Any, what: str) -> tuple[list[Any], PyTreeDef]:
-    flat, tree = tree_flatten(outs)
-    for path, leaf in tree_flatten_with_path(outs)[0]:
-        if not isinstance(leaf, Tracer):
-            try:
-                get_aval(leaf)
-            except TypeError:
-                raise TypeError(f"{what} returned a value of type {type(leaf).__name__} at "
-                                f"output{keystr(path)}; a transformed function can only return "
-                                "arrays, numbers and pytrees of them.") from None
-    return flat, tree
-
-
-def _resolve_static(signature, static_argnums, static_argnames):
-    nums = set(static_argnums)
-    names = set(static_argnames)
-    if signature is not None:
-        params = list(signature.parameters.values())
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        for i, p in enumerate(positional):
-            if p.name in names and p.kind is p.POSITIONAL_OR_KEYWORD:
-                nums.add(i)
-            if i in nums and p.kind is p.POSITIONAL_OR_KEYWORD:
-                names.add(p.name)
-    return frozenset(nums), frozenset(names)
-
-
-def _as_tuple(x: int | str | Sequence | None) -> tuple:
-    if x is None:
-        return ()
-    return (x,) if isinstance(x, (int, str)) else tuple(x)
-
-
-class _Entry:
-    """A traced signature: the closed jaxpr, output tree and donation mask."""
+class CachedTrace:
+    """What tracing for one argument signature gave: the closed jaxpr, the tracers it
+    closes over (hoisted into leading arguments), the output tree, the donation mask."""
 
     __slots__ = ("closed", "hoisted", "out_tree", "donated", "out_avals")
 
@@ -332,10 +113,10 @@ class JitFunction:
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._signature = fun_signature(fun)
-        self._static_nums, self._static_names = _resolve_static(
-            self._signature, _as_tuple(static_argnums), _as_tuple(static_argnames))
-        self._donate_nums, self._donate_names = _resolve_static(
-            self._signature, _as_tuple(donate_argnums), _as_tuple(donate_argnames))
+        self._static_nums, self._static_names = resolve_static(
+            self._signature, as_tuple(static_argnums), as_tuple(static_argnames))
+        self._donate_nums, self._donate_names = resolve_static(
+            self._signature, as_tuple(donate_argnums), as_tuple(donate_argnames))
         self._cache: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
         self._name = fun_name(fun)
@@ -350,11 +131,10 @@ class JitFunction:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if self._dispatch_version != _executor_version[0]:
-            executor = _executor[0]
-            fast = getattr(executor, "fast_dispatch", None)
-            self._dispatch = fast(self) if fast is not None else self._call_python
-            self._dispatch_version = _executor_version[0]
+        generation = executor_generation()
+        if self._dispatch_version != generation:
+            self._dispatch = current_executor().fast_dispatch(self)
+            self._dispatch_version = generation
         return self._dispatch(*args, **kwargs)
 
     static_argnums = property(lambda self: tuple(sorted(self._static_nums)))
@@ -363,10 +143,11 @@ class JitFunction:
     fun = property(lambda self: self._fun)
     name = property(lambda self: self._name)
 
-    def _call_python(self, *args, **kwargs):
+    def call_python(self, *args, **kwargs) -> Any:
+        """Calls the function through Python (tracing on a new signature)."""
         return self.call_and_report(args, kwargs)[0]
 
-    def call_and_report(self, args: tuple, kwargs: dict) -> tuple[Any, _Entry | None, list]:
+    def call_and_report(self, args: tuple, kwargs: dict) -> tuple[Any, CachedTrace | None, list]:
         """Calls the function; also returns the traced entry and flat arguments used
         (None and [] when jit is disabled), for dispatchers that cache calls."""
         if config.read("disable_jit"):
@@ -393,7 +174,7 @@ class JitFunction:
         flat, in_tree = tree_flatten((dyn_args, dyn_kwargs))
 
         def names():
-            return _leaf_names(self._signature, dyn_positions, dyn_args, dyn_kwargs)
+            return leaf_names(self._signature, dyn_positions, dyn_args, dyn_kwargs)
 
         avals = flat_avals or abstractify_args(flat, names, f"jit-compiled {self._name}")
         key = (in_tree, tuple(avals), static_key, config.trace_key())
@@ -438,7 +219,7 @@ class JitFunction:
         jaxpr, consts = trace_to_jaxpr(flat_fun, avals, debug)
         closed, hoisted = hoist_tracer_consts(jaxpr, consts)
         donated = self._donation_mask(dyn_positions, dyn_args, dyn_kwargs)
-        return _Entry(closed, hoisted, out_tree[0], (False,) * len(hoisted) + donated)
+        return CachedTrace(closed, hoisted, out_tree[0], (False,) * len(hoisted) + donated)
 
     def _donation_mask(self, dyn_positions, dyn_args, dyn_kwargs) -> tuple[bool, ...]:
         mask = []
@@ -468,7 +249,7 @@ class JitFunction:
             self._cache.clear()
 
 
-def _out_info(entry: _Entry) -> Any:
+def out_info(entry: CachedTrace) -> Any:
     return tree_unflatten(entry.out_tree, [ShapeDtypeStruct(a.shape, a.dtype,
                                                             weak_type=a.weak_type)
                                            for a in entry.closed.out_avals])
@@ -477,7 +258,7 @@ def _out_info(entry: _Entry) -> Any:
 class Traced:
     """A traced jit function: `.jaxpr`, `.out_info`, then `.lower()`."""
 
-    def __init__(self, jitted: JitFunction, entry: _Entry, args, kwargs):
+    def __init__(self, jitted: JitFunction, entry: CachedTrace, args, kwargs):
         self._jitted = jitted
         self._entry = entry
         self.args_info = tree_map(lambda x: ShapeDtypeStruct(aval_of(x).shape,
@@ -487,7 +268,7 @@ class Traced:
         self.fun_name = jitted._name
 
     jaxpr = property(lambda self: self._entry.closed)
-    out_info = property(lambda self: _out_info(self._entry))
+    out_info = property(lambda self: out_info(self._entry))
     in_avals = property(lambda self: self._entry.closed.in_avals)
 
     def lower(self) -> Lowered:
@@ -561,6 +342,20 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         donate_argnames: str | Sequence[str] | None = None) -> Any:
     """Compiles `fun`: traced once per argument signature, then run by the executor.
 
+    Args:
+      fun: the function to compile; its arguments and results are arrays, scalars or
+        pytrees of them (static arguments may be any hashable value).
+      static_argnums, static_argnames: arguments passed to `fun` as Python values:
+        each new value traces anew (they must be hashable).
+      donate_argnums, donate_argnames: arguments whose buffers the executor may
+        reuse for outputs; donated arrays are deleted after the call.
+
+    Returns:
+      A function with `fun`'s signature that traces once per argument signature
+      (shapes, dtypes, weak types, static values, pytree structure) and runs the
+      compiled program; it also offers the AOT stages `.trace`, `.lower`,
+      `.eval_shape`.
+
     >>> import numpy as np
     >>> from lamella.core.structural import reduce_sum
     >>> @jit
@@ -576,9 +371,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     jitted = JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
     # An executor may hand back its own callable (lamella.lax: jaxlib's C++
     # dispatcher, carrying trace/lower/eval_shape), so cached calls run no Python.
-    wrap = getattr(_executor[0], "wrap_jit", None)
-    if wrap is None:
-        return jitted
-    wrapped = wrap(jitted)
-    jitted._dispatch, jitted._dispatch_version = wrapped, _executor_version[0]
+    wrapped = current_executor().wrap_jit(jitted)
+    if wrapped is not jitted:
+        jitted._dispatch, jitted._dispatch_version = wrapped, executor_generation()
     return wrapped

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lamella.core.jaxpr import ClosedJaxpr
-from lamella.core.jit import JitFunction, _out_info
+from lamella.core.jit import JitFunction, out_info
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
@@ -23,6 +23,19 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     Arguments may be arrays or `ShapeDtypeStruct`s; `static_argnums` are passed
     to `fun` as Python values. With `return_shape=True` it also returns the
     output shapes as a pytree of `ShapeDtypeStruct`.
+
+
+
+    Args:
+      fun: the function to trace.
+      static_argnums: arguments passed to `fun` as Python values.
+      return_shape: also return the outputs' shapes and dtypes.
+
+    Returns:
+      A function that takes `fun`'s arguments (arrays or ShapeDtypeStructs) and
+      returns its `ClosedJaxpr` (and a pytree of ShapeDtypeStruct with
+      `return_shape=True`).
+
     """
     traced = JitFunction(fun, static_argnums=static_argnums, traced_for="make_jaxpr")
 
@@ -31,7 +44,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         entry, _ = traced._prepare(args, kwargs)
         traced.clear_cache()
         if return_shape:
-            return entry.closed, _out_info(entry)
+            return entry.closed, out_info(entry)
         return entry.closed
 
     return make
@@ -39,6 +52,14 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
 
 def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     """The shapes and dtypes `fun` would return, as a pytree of `ShapeDtypeStruct`.
+
+    Args:
+      fun: the function to evaluate abstractly.
+      *args, **kwargs: its arguments, as arrays or ShapeDtypeStructs (no data is
+        read and nothing runs).
+
+    Returns:
+      A pytree of `ShapeDtypeStruct` like `fun`'s output.
 
     >>> import numpy as np
     >>> from lamella.core import ShapeDtypeStruct

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lamella.core import trace as trace_lib
+from lamella.core.jaxpr import ClosedJaxpr, Jaxpr
 
 
 class Primitive:
@@ -67,7 +68,6 @@ class Primitive:
 
     def subjaxprs(self, params: dict):
         """The closed jaxprs this primitive carries in its params (for printing, checks)."""
-        from lamella.core.jaxpr import ClosedJaxpr, Jaxpr
         for value in params.values():
             if isinstance(value, (ClosedJaxpr, Jaxpr)):
                 yield value

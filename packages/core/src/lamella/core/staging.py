@@ -25,6 +25,7 @@ from lamella.core.jaxpr import (
     Var,
     literal_if_scalar,
 )
+from lamella.core.rules import Zero
 from lamella.core.source_info import describe, user_frame
 from lamella.core.trace import Trace, Tracer, check_foreign_tracer, set_current_trace
 
@@ -123,14 +124,12 @@ class StagingTrace(Trace):
         return JaxprTracer(self, outvar)
 
     def process_custom_jvp_call(self, primitive, fun, jvp, args, symbolic_zeros):
-        from lamella.core.custom_derivatives import jvp_ignoring_consts
         closed, consts = trace_subjaxpr(fun, [self._aval(x) for x in args])
         params = dict(call_jaxpr=closed, jvp_jaxpr_fun=jvp_ignoring_consts(jvp, len(consts)),
                       num_consts=len(consts), symbolic_zeros=symbolic_zeros)
         return self.process_primitive(primitive, (*consts, *args), params)
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, args, out_trees, symbolic_zeros):
-        from lamella.core.custom_derivatives import bwd_ignoring_consts, fwd_ignoring_consts
         closed, consts = trace_subjaxpr(fun, [self._aval(x) for x in args])
         n = len(consts)
         params = dict(call_jaxpr=closed, fwd_jaxpr_thunk=fwd_ignoring_consts(fwd, n),
@@ -237,3 +236,47 @@ def trace_subjaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedA
     """
     jaxpr, consts = trace_to_jaxpr(fun, in_avals)
     return ClosedJaxpr(convert_constvars_jaxpr(jaxpr), []), consts
+
+
+# ---------------------------------------------------------------------------
+# Closure conversion: a staged body takes the values it closed over as leading
+# inputs, so rules written for the explicit arguments must skip them.
+
+
+def _closure_error(kind: str) -> TypeError:
+    return TypeError(
+        f"Detected differentiation of a {kind} function with respect to a closed-over value. "
+        f"That isn't supported because the custom rule only specifies how to differentiate "
+        f"the {kind} function with respect to its explicit arguments. Pass the closed-over "
+        "value into the function as an argument, and adapt the rule.")
+
+
+def jvp_ignoring_consts(jvp: Callable, num_consts: int) -> Callable:
+    """A flat JVP rule for a body whose first `num_consts` inputs were closed over."""
+    if num_consts == 0:
+        return jvp
+
+    def rule(primals, tangents):
+        if any(type(t) is not Zero for t in tangents[:num_consts]):
+            raise _closure_error("custom_jvp")
+        return jvp(primals[num_consts:], tangents[num_consts:])
+    return rule
+
+
+def fwd_ignoring_consts(fwd: Callable, num_consts: int) -> Callable:
+    """A flat custom_vjp fwd rule for a body whose first `num_consts` inputs were closed over."""
+    if num_consts == 0:
+        return fwd
+
+    def rule(primals, nonzeros):
+        if any(nonzeros[:num_consts]):
+            raise _closure_error("custom_vjp")
+        return fwd(primals[num_consts:], nonzeros[num_consts:])
+    return rule
+
+
+def bwd_ignoring_consts(bwd: Callable, num_consts: int) -> Callable:
+    """A flat custom_vjp bwd rule that gives no cotangent to the closed-over inputs."""
+    if num_consts == 0:
+        return bwd
+    return lambda res, cts: [None] * num_consts + list(bwd(res, cts))

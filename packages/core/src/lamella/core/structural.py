@@ -5,7 +5,8 @@ scalar); vmap moves and creates batch axes (`transpose`, `broadcast_in_dim`,
 `reshape`) and sums them away (`reduce_sum`); `stop_gradient` cuts a
 derivative. Core defines them, with NumPy impls and every rule, so the
 transformations work with no compiler; lamella.lax re-exports them under
-`lamella.lax` and adds their lowerings.
+`lamella.lax` and adds their lowerings. The first five are declared in
+`rules.py`, whose helpers emit them.
 """
 
 from __future__ import annotations
@@ -15,10 +16,27 @@ from typing import Any
 
 import numpy as np
 
-from lamella.core import ad, batching, dtypes
+from lamella.core import dtypes
 from lamella.core.avals import ShapedArray
 from lamella.core.primitive import Primitive
+from lamella.core.rules import (
+    add_any_p,
+    add_tangents,
+    at_front,
+    broadcast_in_dim_p,
+    defjvp_zero,
+    deflinear2,
+    defvectorized,
+    moveaxis,
+    primitive_batchers,
+    primitive_jvps,
+    primitive_transposes,
+    reduce_sum_p,
+    reshape_p,
+    transpose_p,
+)
 from lamella.core.trace import aval_of
+from lamella.core.tree_util import tree_map
 
 
 def _shape_error(name: str, message: str) -> TypeError:
@@ -27,7 +45,6 @@ def _shape_error(name: str, message: str) -> TypeError:
 
 # --- add_any: tangent accumulation -----------------------------------------
 
-add_any_p = Primitive("add_any")
 add_any_p.def_impl(lambda x, y: np.add(x, y, dtype=np.result_type(x, y)))
 
 
@@ -40,23 +57,21 @@ def _add_any_abstract_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
 
 
 def _add_any_jvp(primals, tangents):
-    return add_any_p.bind(*primals), ad.add_tangents(*tangents)
+    return add_any_p.bind(*primals), add_tangents(*tangents)
 
 
 def _add_any_batch(args, dims):
     (x, y), (dx, dy) = args, dims
     size = aval_of(x).shape[dx] if dx is not None else aval_of(y).shape[dy]
-    return add_any_p.bind(batching.at_front(x, dx, size), batching.at_front(y, dy, size)), 0
+    return add_any_p.bind(at_front(x, dx, size), at_front(y, dy, size)), 0
 
 
-ad.primitive_jvps[add_any_p] = _add_any_jvp
-ad.primitive_transposes[add_any_p] = lambda ct, x, y: [ct, ct]
-batching.primitive_batchers[add_any_p] = _add_any_batch
+primitive_jvps[add_any_p] = _add_any_jvp
+primitive_transposes[add_any_p] = lambda ct, x, y: [ct, ct]
+primitive_batchers[add_any_p] = _add_any_batch
 
 
 # --- broadcast_in_dim --------------------------------------------------------
-
-broadcast_in_dim_p = Primitive("broadcast_in_dim")
 
 
 def broadcast_in_dim(x: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> Any:
@@ -104,18 +119,16 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
 
 def _broadcast_in_dim_batch(args, dims, *, shape, broadcast_dimensions):
     (x,), (d,) = args, dims
-    x = batching.moveaxis(x, d, 0)
+    x = moveaxis(x, d, 0)
     size = aval_of(x).shape[0]
     return broadcast_in_dim(x, (size, *shape), (0, *(b + 1 for b in broadcast_dimensions))), 0
 
 
-ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
-batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
+deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 
 
 # --- reshape -----------------------------------------------------------------
-
-reshape_p = Primitive("reshape")
 
 
 def reshape(x: Any, new_sizes: Sequence[int]) -> Any:
@@ -138,17 +151,15 @@ def _reshape_abstract_eval(x: ShapedArray, *, new_sizes, dimensions):
 
 def _reshape_batch(args, dims, *, new_sizes, dimensions):
     (x,), (d,) = args, dims
-    x = batching.moveaxis(x, d, 0)
+    x = moveaxis(x, d, 0)
     return reshape(x, (aval_of(x).shape[0], *new_sizes)), 0
 
 
-ad.deflinear2(reshape_p, lambda ct, x, **_: [reshape(ct, x.aval.shape)])
-batching.primitive_batchers[reshape_p] = _reshape_batch
+deflinear2(reshape_p, lambda ct, x, **_: [reshape(ct, x.aval.shape)])
+primitive_batchers[reshape_p] = _reshape_batch
 
 
 # --- transpose ---------------------------------------------------------------
-
-transpose_p = Primitive("transpose")
 
 
 def transpose(x: Any, permutation: Sequence[int]) -> Any:
@@ -169,18 +180,16 @@ def _transpose_abstract_eval(x: ShapedArray, *, permutation):
 
 def _transpose_batch(args, dims, *, permutation):
     (x,), (d,) = args, dims
-    x = batching.moveaxis(x, d, 0)
+    x = moveaxis(x, d, 0)
     return transpose(x, (0, *(p + 1 for p in permutation))), 0
 
 
-ad.deflinear2(transpose_p,
+deflinear2(transpose_p,
               lambda ct, x, *, permutation: [transpose(ct, tuple(np.argsort(permutation)))])
-batching.primitive_batchers[transpose_p] = _transpose_batch
+primitive_batchers[transpose_p] = _transpose_batch
 
 
 # --- reduce_sum --------------------------------------------------------------
-
-reduce_sum_p = Primitive("reduce_sum")
 
 
 def reduce_sum(x: Any, axes: Sequence[int]) -> Any:
@@ -206,12 +215,12 @@ def _reduce_sum_transpose(ct, x, *, axes):
 
 def _reduce_sum_batch(args, dims, *, axes):
     (x,), (d,) = args, dims
-    x = batching.moveaxis(x, d, 0)
+    x = moveaxis(x, d, 0)
     return reduce_sum(x, tuple(a + 1 for a in axes)), 0
 
 
-ad.deflinear2(reduce_sum_p, _reduce_sum_transpose)
-batching.primitive_batchers[reduce_sum_p] = _reduce_sum_batch
+deflinear2(reduce_sum_p, _reduce_sum_transpose)
+primitive_batchers[reduce_sum_p] = _reduce_sum_batch
 
 
 # --- stop_gradient -----------------------------------------------------------
@@ -219,19 +228,23 @@ batching.primitive_batchers[reduce_sum_p] = _reduce_sum_batch
 stop_gradient_p = Primitive("stop_gradient")
 stop_gradient_p.def_impl(lambda x: x)
 stop_gradient_p.def_abstract_eval(lambda x: x)
-ad.defjvp_zero(stop_gradient_p)
-batching.defvectorized(stop_gradient_p)
+defjvp_zero(stop_gradient_p)
+defvectorized(stop_gradient_p)
 
 
 def stop_gradient(x: Any) -> Any:
     """Returns `x` (a pytree), with zero derivative: gradients don't flow through it.
 
+    Args:
+      x: a pytree of arrays; integer leaves pass through.
+
+    Returns:
+      `x`, with zero derivative.
+
     >>> import numpy as np
     >>> stop_gradient(np.float32(3.0))
     np.float32(3.0)
     """
-    from lamella.core.tree_util import tree_map
-
     def stop(leaf):
         if not dtypes.is_inexact(aval_of(leaf).dtype):
             return leaf

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from lamella.core.autodiff import jvp, vjp
+from lamella.core.autodiff_api import jvp, vjp
 from lamella.core.dtypes import canonicalize_dtype
 from lamella.core.tree_util import tree_flatten, tree_map
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from lamella.core import dtypes
 from lamella.core.avals import ShapedArray, get_aval
+from lamella.core.dispatch import current_executor
 from lamella.core.errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -155,17 +156,13 @@ def check_foreign_tracer(x: Tracer) -> None:
 
 
 class EvalTrace(Trace):
-    """The bottom of every stack: applies `impl` to concrete values."""
+    """The bottom of every stack: the registered executor applies primitives to
+    concrete values (core's interpreter calls their `impl`)."""
 
     description = "evaluation"
 
     def process_primitive(self, primitive, args, params):
-        impl = primitive.impl
-        if impl is None:
-            raise NotImplementedError(
-                f"Evaluation rule (impl) for primitive '{primitive.name}' not implemented: "
-                f"define it with {primitive.name}_p.def_impl(...).")
-        return impl(*map(_concrete_input, args), **params)
+        return current_executor().apply(primitive, tuple(map(_concrete_input, args)), params)
 
     def process_custom_jvp_call(self, primitive, fun, jvp, args, symbolic_zeros):
         return fun(*args)

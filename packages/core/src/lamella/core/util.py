@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import wraps
 from typing import Any, TypeVar
 
+from lamella.core.config import config
+
 T = TypeVar("T")
 
 
@@ -58,7 +60,6 @@ def weakref_lru_cache(maxsize: int = 64) -> Callable:
 
         @wraps(fn)
         def cached(obj, *key):
-            from lamella.core.config import config
             full_key = (key, config.trace_key())
             with lock:
                 entries = cache.get(obj)

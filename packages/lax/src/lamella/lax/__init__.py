@@ -27,8 +27,14 @@ from lamella.lax.arithmetic import (  # noqa: E402
                                      abs_p,
                                      add,
                                      add_p,
+                                     complex,
+                                     complex_p,
+                                     conj,
+                                     conj_p,
                                      div,
                                      div_p,
+                                     imag,
+                                     imag_p,
                                      integer_pow,
                                      integer_pow_p,
                                      max,
@@ -39,8 +45,8 @@ from lamella.lax.arithmetic import (  # noqa: E402
                                      mul_p,
                                      neg,
                                      neg_p,
-                                     pow,
-                                     pow_p,
+                                     real,
+                                     real_p,
                                      rem,
                                      rem_p,
                                      sign,
@@ -49,7 +55,6 @@ from lamella.lax.arithmetic import (  # noqa: E402
                                      sub,
                                      sub_p,
 )
-from lamella.lax.complex_ops import complex, complex_p, conj, conj_p, imag, imag_p, real, real_p  # noqa: E402
 from lamella.lax.contraction import (  # noqa: E402
                                      DotDimensionNumbers,
                                      Precision,
@@ -93,6 +98,7 @@ from lamella.lax.convolution import (  # noqa: E402
 )
 from lamella.lax.executor import XlaExecutor as _XlaExecutor  # noqa: E402
 from lamella.lax.fft import FftType, fft, fft_p  # noqa: E402
+from lamella.lax.fill import full, full_like, zeros_like_array  # noqa: E402
 from lamella.lax.indexing import (  # noqa: E402
                                      GatherDimensionNumbers,
                                      GatherScatterMode,
@@ -147,12 +153,9 @@ from lamella.lax.logical import (  # noqa: E402  # noqa: E402
                                      shift_right_logical_p,
                                      xor_p,
 )
-from lamella.lax.misc import (  # noqa: E402
-                                     full,
-                                     full_like,
+from lamella.lax.optimization_barrier import (  # noqa: E402
                                      optimization_barrier,
                                      optimization_barrier_p,
-                                     zeros_like_array,
 )
 from lamella.lax.random_bits import (  # noqa: E402
                                      RandomAlgorithm,
@@ -308,6 +311,8 @@ from lamella.lax.transcendental import (  # noqa: E402
                                      log_p,
                                      logistic,
                                      logistic_p,
+                                     pow,
+                                     pow_p,
                                      rsqrt,
                                      rsqrt_p,
                                      sin,

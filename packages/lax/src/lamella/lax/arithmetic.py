@@ -1,6 +1,6 @@
-"""Arithmetic primitives: neg, sign, abs, add, sub, mul, div, rem, pow,
-integer_pow, max, min, square, each with its shape rule, JVP (or linearity and
-transpose), batching and lowering."""
+"""Arithmetic primitives: neg, sign, abs, add, sub, mul, div, rem, integer_pow,
+max, min, square, and the complex parts real, imag, conj, complex — each with
+its shape rule, JVP (or linearity and transpose), batching and lowering."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ import numpy as np
 
 from lamella.core import ad
 from lamella.core.trace import aval_of
-from lamella.lax.lowering import constant, hlo
+from lamella.lax.conversion import convert_element_type
+from lamella.lax.fill import full_like
+from lamella.lax.logical import eq, select
+from lamella.lax.lowering import chlo, constant, hlo, register_lowering
+from lamella.lax.mlir_context import dtype_of
+from lamella.lax.rounding import floor
 from lamella.lax.standard import (
     ANY,
     COMPLEX,
@@ -19,28 +24,15 @@ from lamella.lax.standard import (
     INT,
     NUMBER,
     SINT,
-    broadcast_operands,
+    binary_op,
     check_dtypes,
     naryop,
     unop,
 )
 
 
-def _binary(prim):
-    def op(x, y):
-        return prim.bind(*broadcast_operands(prim.name, x, y))
-    op.__name__ = prim.name
-    op.__doc__ = f"Elementwise `{prim.name}` of two arrays of one dtype (lax: no promotion)."
-    return op
-
-
 def _zeros_like(x):
     return ad.zeros_like_aval(aval_of(x))
-
-
-def _full_like(x, value):
-    from lamella.lax.misc import full_like
-    return full_like(x, value)
 
 
 # --- neg ----------------------------------------------------------------------
@@ -56,10 +48,10 @@ ad.deflinear(neg_p, lambda ct: [neg(ct)])
 
 # --- sign ---------------------------------------------------------------------
 def _sign_lowering(x):
-    if _dtype_of(x).kind != "u":
+    if dtype_of(x).kind != "u":
         return hlo.sign(x)
     # stablehlo.sign takes no unsigned integers; their sign is 0 or 1.
-    zero, one = (hlo.broadcast_in_dim(x.type, constant(v, _dtype_of(x)), []) for v in (0, 1))
+    zero, one = (hlo.broadcast_in_dim(x.type, constant(v, dtype_of(x)), []) for v in (0, 1))
     is_zero = hlo.compare(x, zero, hlo.ComparisonDirectionAttr.get("EQ"),
                           compare_type=hlo.ComparisonTypeAttr.get("UNSIGNED"))
     return hlo.select(is_zero, zero, one)
@@ -78,8 +70,8 @@ ad.defjvp_zero(sign_p)
 # --- add, sub -----------------------------------------------------------------
 add_p = naryop("add", NUMBER, hlo.add)
 sub_p = naryop("sub", NUMBER, hlo.subtract)
-add = _binary(add_p)
-sub = _binary(sub_p)
+add = binary_op(add_p)
+sub = binary_op(sub_p)
 
 
 def _add_jvp(primals, tangents):
@@ -105,7 +97,7 @@ ad.primitive_transposes[sub_p] = lambda ct, x, y: [
 
 # --- mul ----------------------------------------------------------------------
 mul_p = naryop("mul", NUMBER, hlo.multiply)
-mul = _binary(mul_p)
+mul = binary_op(mul_p)
 ad.defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
 
 
@@ -125,7 +117,7 @@ def _guarded_integer_division(op: Callable, by_zero: str) -> Callable:
     XLA's own runtime ones: x / 0 = -1 (all ones), x % 0 = x, MIN / -1 = MIN,
     MIN % -1 = 0."""
     def lower(x, y):
-        dtype = _dtype_of(x)
+        dtype = dtype_of(x)
         if dtype.kind not in "iu":
             return op(x, y)
         full = lambda v: hlo.broadcast_in_dim(x.type, constant(v, dtype), [])  # noqa: E731
@@ -144,7 +136,7 @@ def _guarded_integer_division(op: Callable, by_zero: str) -> Callable:
 
 
 div_p = naryop("div", NUMBER, _guarded_integer_division(hlo.divide, "all ones"))
-div = _binary(div_p)
+div = binary_op(div_p)
 ad.defjvp(div_p, lambda t, x, y: div(t, y),
           lambda t, x, y: mul(neg(t), div(x, mul(y, y))))
 
@@ -160,41 +152,15 @@ ad.primitive_transposes[div_p] = _div_transpose
 # --- rem: the remainder with the sign of the dividend (C fmod) ------------------
 # Not for complex numbers: XLA has no complex remainder (it crashes compiling one).
 rem_p = naryop("rem", (INT, FLOAT), _guarded_integer_division(hlo.remainder, "dividend"))
-rem = _binary(rem_p)
+rem = binary_op(rem_p)
 
 
 def _trunc_div(x, y):
-    from lamella.lax.rounding import floor
     q = div(x, y)
     return mul(sign(q), floor(mul(sign(q), q)))
 
 
 ad.defjvp(rem_p, lambda t, x, y: t, lambda t, x, y: mul(neg(t), _trunc_div(x, y)))
-
-# --- pow ----------------------------------------------------------------------
-pow_p = naryop("pow", INEXACT, hlo.power)
-pow = _binary(pow_p)
-
-
-def _pow_jvp_x(t, x, y):
-    # d/dx x**y = y * x**(y-1); written so that x = 0 with y = 0 gives 0, not nan.
-    from lamella.lax.logical import eq, select
-    one = _full_like(y, 1)
-    safe = select(eq(y, _zeros_like(y)), one, y)
-    return mul(t, select(eq(y, _zeros_like(y)), _zeros_like(x),
-                         mul(safe, pow(x, sub(safe, one)))))
-
-
-def _pow_jvp_y(t, x, y):
-    from lamella.lax.logical import eq, select
-    from lamella.lax.transcendental import log
-    # d/dy x**y = log(x) x**y, with the convention 0 * log(0) = 0 at x = 0.
-    is_zero = eq(x, _zeros_like(x))
-    safe_x = select(is_zero, _full_like(x, 1), x)
-    return mul(t, select(is_zero, _zeros_like(x), mul(log(safe_x), pow(x, y))))
-
-
-ad.defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
 
 # --- integer_pow --------------------------------------------------------------
 integer_pow_p = unop("integer_pow", NUMBER, lambda x, *, y: _integer_pow_lowering(x, y))
@@ -227,22 +193,17 @@ def _integer_pow_lowering(x, y: int):
             square_ = hlo.multiply(square_, square_)
     shaped_type = x.type
     if acc is None:
-        acc = hlo.broadcast_in_dim(shaped_type, constant(1, _dtype_of(x)), [])
+        acc = hlo.broadcast_in_dim(shaped_type, constant(1, dtype_of(x)), [])
     if is_reciprocal:
-        one = hlo.broadcast_in_dim(shaped_type, constant(1, _dtype_of(x)), [])
+        one = hlo.broadcast_in_dim(shaped_type, constant(1, dtype_of(x)), [])
         acc = hlo.divide(one, acc)
     return acc
-
-
-def _dtype_of(value) -> np.dtype:
-    from lamella.lax.mlir_context import shape_and_dtype
-    return shape_and_dtype(value.type)[1]
 
 
 def _integer_pow_jvp(t, x, *, y):
     if y == 0:
         return _zeros_like(t)
-    return mul(t, mul(_full_like(x, y), integer_pow(x, y - 1)))
+    return mul(t, mul(full_like(x, y), integer_pow(x, y - 1)))
 
 
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
@@ -274,11 +235,8 @@ def _abs_jvp(primals, tangents):
         return out, ad.Zero.from_primal_value(out)
     if aval_of(x).dtype.kind != "c":
         return out, mul(t, sign(x))
-    from lamella.lax.complex_ops import conj, real
-    from lamella.lax.conversion import convert_element_type
-    from lamella.lax.logical import eq, select
     is_zero = eq(out, _zeros_like(out))
-    safe = select(is_zero, _full_like(out, 1), out)
+    safe = select(is_zero, full_like(out, 1), out)
     direction = div(conj(x), convert_element_type(safe, aval_of(x).dtype))
     return out, select(is_zero, _zeros_like(out), real(mul(direction, t)))
 
@@ -288,14 +246,13 @@ ad.primitive_jvps[abs_p] = _abs_jvp
 # --- max, min -----------------------------------------------------------------
 max_p = naryop("max", ANY, hlo.maximum)
 min_p = naryop("min", ANY, hlo.minimum)
-max = _binary(max_p)
-min = _binary(min_p)
+max = binary_op(max_p)
+min = binary_op(min_p)
 
 
 def _balanced_eq(x, z, y):
     """1 where x is the max/min (0.5 at ties, so gradients split evenly)."""
-    from lamella.lax.logical import eq, select
-    one, half, zero = (_full_like(x, v) for v in (1, 0.5, 0))
+    one, half, zero = (full_like(x, v) for v in (1, 0.5, 0))
     return select(eq(x, z), select(eq(y, z), half, one), zero)
 
 
@@ -304,6 +261,58 @@ ad.defjvp(max_p, lambda t, x, y: mul(t, _balanced_eq(x, max(x, y), y)),
 ad.defjvp(min_p, lambda t, x, y: mul(t, _balanced_eq(x, min(x, y), y)),
           lambda t, x, y: mul(t, _balanced_eq(y, min(x, y), x)))
 
-__all__ = ["abs", "abs_p", "add", "add_p", "div", "div_p", "integer_pow", "integer_pow_p",
-           "max", "max_p", "min", "min_p", "mul", "mul_p", "neg", "neg_p", "pow", "pow_p",
-           "rem", "rem_p", "sign", "sign_p", "square", "sub", "sub_p"]
+# --- complex parts: real, imag, conj, complex ------------------------------------
+def _real_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float64 if dtype == np.complex128 else np.float32)
+
+
+def _complex_dtype(dtype: np.dtype) -> np.dtype:
+    if dtype.kind != "c" and dtype.itemsize < 4:  # float16, bfloat16
+        # XLA has no complex type with 16-bit parts (stablehlo.complex rejects them).
+        raise TypeError(f"complex numbers have float32 or float64 parts, got {dtype.name}; "
+                        "convert to float32 first.")
+    return np.dtype(np.complex128 if dtype in (np.float64, np.complex128) else np.complex64)
+
+
+real_p = unop("real", COMPLEX, hlo.real, result_dtype=_real_dtype)
+imag_p = unop("imag", COMPLEX, hlo.imag, result_dtype=_real_dtype)
+conj_p = unop("conj", INEXACT, lambda x: x, result_dtype=_complex_dtype)
+complex_p = naryop("complex", FLOAT, hlo.complex,
+                   result_dtype=lambda x, y: _complex_dtype(x))
+
+
+def real(x):
+    """The real part of a complex array."""
+    return real_p.bind(x)
+
+
+def imag(x):
+    """The imaginary part of a complex array."""
+    return imag_p.bind(x)
+
+
+def conj(x):
+    """The complex conjugate (a complex array, also for real x)."""
+    return conj_p.bind(x)
+
+
+complex = binary_op(complex_p, doc="x + i y from two real arrays.")
+
+
+def _conj_lowering(ctx, x):
+    if ctx.avals_in[0].dtype.kind != "c":
+        zero = hlo.broadcast_in_dim(x.type, constant(0, ctx.avals_in[0].dtype), [])
+        return [hlo.complex(x, zero)]
+    return [chlo.conj(x)]
+
+
+register_lowering(conj_p, _conj_lowering)
+ad.deflinear(real_p, lambda ct: [complex(ct, ad.zeros_like_aval(aval_of(ct)))])
+ad.deflinear(imag_p, lambda ct: [complex(ad.zeros_like_aval(aval_of(ct)), neg(ct))])
+ad.deflinear2(conj_p, lambda ct, x: [conj(ct) if x.aval.dtype.kind == "c" else real(ct)])
+ad.deflinear(complex_p, lambda ct: [real(ct), neg(imag(ct))])
+
+__all__ = ["abs", "abs_p", "add", "add_p", "complex", "complex_p", "conj", "conj_p", "div",
+           "div_p", "imag", "imag_p", "integer_pow", "integer_pow_p", "max", "max_p", "min",
+           "min_p", "mul", "mul_p", "neg", "neg_p", "real", "real_p", "rem", "rem_p", "sign",
+           "sign_p", "square", "sub", "sub_p"]

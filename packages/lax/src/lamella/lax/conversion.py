@@ -16,15 +16,15 @@ from lamella.lax.standard import ANY, check_dtypes, standard_primitive
 convert_element_type_p = standard_primitive("convert_element_type")
 
 
-def convert_element_type(operand: Any, new_dtype: Any) -> Any:
+def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) -> Any:
     """`operand` converted to `new_dtype` (canonicalized: float64 is float32 without x64).
 
     Complex to real keeps the real part; numbers to bool test for nonzero.
+    `weak_type=True` marks the result weakly typed, as Python scalars are.
+
+    >>> convert_element_type(2.5, "int32")
+    Array(2, dtype=int32)
     """
-    return _convert_element_type(operand, new_dtype, weak_type=False)
-
-
-def _convert_element_type(operand: Any, new_dtype: Any, weak_type: bool) -> Any:
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     aval = aval_of(operand)
     # Python scalars always go through the primitive: eagerly it makes an Array,

@@ -1,35 +1,34 @@
-"""Lowerings for the primitives lamella.core defines, and XLA impls for them.
+"""Lowerings for the primitives lamella.core defines.
 
 Core's structural primitives (add_any, broadcast_in_dim, reshape, transpose,
-reduce_sum, stop_gradient) get StableHLO lowerings and eager XLA dispatch, so
-values stay on the device; core's higher-order primitives (jit, checkpoint,
-custom_jvp_call, custom_vjp_call) lower their sub-jaxprs.
+reduce_sum, stop_gradient, name) get StableHLO lowerings and are applied
+eagerly through XLA, so values stay on the device; core's higher-order
+primitives (jit, checkpoint, custom_jvp_call, custom_vjp_call) lower their
+sub-jaxprs.
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import numpy as np
 
 from lamella.core import custom_derivatives, structural
 from lamella.core.checkpoint import name_p, remat_p
 from lamella.core.jit import jit_p
-from lamella.lax.executor import apply_primitive
+from lamella.lax.executor import compiled_eagerly
 from lamella.lax.lowering import (
     aval_to_ir_type,
     call_function,
     closed_consts,
     constant,
     hlo,
+    ir,
     lower_jaxpr,
     register_lowering,
 )
 
-for _prim in (structural.add_any_p, structural.broadcast_in_dim_p, structural.reshape_p,
-              structural.transpose_p, structural.reduce_sum_p, structural.stop_gradient_p,
-              name_p):
-    _prim.def_impl(partial(apply_primitive, _prim))
+compiled_eagerly.update([structural.add_any_p, structural.broadcast_in_dim_p,
+                         structural.reshape_p, structural.transpose_p, structural.reduce_sum_p,
+                         structural.stop_gradient_p, name_p])
 
 
 def _add_any(ctx, x, y):
@@ -51,7 +50,6 @@ register_lowering(name_p, lambda ctx, x, *, name: [x])
 
 def reduce_with(ctx, x, init_value, combine, axes) -> list:
     """A stablehlo.reduce over `axes` with a scalar `combine(a, b)` body."""
-    from lamella.lax.mlir_context import ir
     aval_out = ctx.avals_out[0]
     scalar_type = ir.RankedTensorType.get([], aval_to_ir_type(aval_out).element_type)
     op = hlo.ReduceOp([aval_to_ir_type(aval_out)], [x], [constant(init_value, aval_out.dtype)],

@@ -1,9 +1,11 @@
 """The XLA executor: compiles jaxprs with XLA and runs them; eager primitives too.
 
 Registered with lamella.core on import, it serves every top-level `jit` call
-and every eagerly applied lax primitive. Eager application is `jit` of one
-primitive, cached by (primitive, avals, params), so eager and jitted results
-are bit-identical. Executables are cached (LRU) per jaxpr and donation mask.
+and every eagerly applied primitive. A primitive in `compiled_eagerly` (lax's,
+and core's structural ones) is applied as `jit` of one primitive, cached by
+(primitive, avals, params), so eager and jitted results are bit-identical;
+any other primitive runs its `impl` (a user's NumPy primitive still works
+eagerly). Executables are cached (LRU) per jaxpr and donation mask.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from lamella.core import ShapedArray, dtypes
+from lamella.core import Primitive, ShapedArray, dtypes
+from lamella.core.dispatch import Executor
 from lamella.core.jaxpr import ClosedJaxpr
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import Tracer, aval_of, current_trace, eval_trace
 from lamella.lax import runtime
-from lamella.lax.lowering import Lowered, lower_jaxpr_to_module
+from lamella.lax.lowering import LoweredModule, lower_jaxpr_to_module
 
 
 class _LRU:
@@ -58,7 +61,7 @@ def _physical_aval(aval: ShapedArray) -> ShapedArray:
 class CompiledProgram:
     """An executable for one closed jaxpr; translates float0 values at the boundary."""
 
-    def __init__(self, lowered: Lowered):
+    def __init__(self, lowered: LoweredModule):
         self.lowered = lowered
         donated = [i for i, d in enumerate(lowered.donated_invars) if d]
         self.executable = runtime.compile(
@@ -89,7 +92,7 @@ class CompiledProgram:
 class LoweredProgram:
     """`jit(f).lower(...)`'s backend half: StableHLO text, then compilation."""
 
-    def __init__(self, lowered: Lowered, compiled_cache_key, executor: XlaExecutor):
+    def __init__(self, lowered: LoweredModule, compiled_cache_key, executor: XlaExecutor):
         self.lowered = lowered
         self._key = compiled_cache_key
         self._executor = executor
@@ -104,16 +107,30 @@ class LoweredProgram:
         return self.compile().cost_analysis()
 
 
-class XlaExecutor:
-    """lamella.core's executor interface, backed by XLA on the default device."""
+compiled_eagerly: set[Primitive] = set()
+"""The primitives the XLA executor applies eagerly as one-equation XLA programs."""
+
+
+class XlaExecutor(Executor):
+    """lamella.core's executor, backed by XLA on the default device."""
 
     name = "xla"
 
     def __init__(self, capacity: int = 1024):
         self.programs = _LRU(capacity)
 
+    def apply(self, primitive, args, params):
+        if primitive in compiled_eagerly:
+            return apply_primitive(primitive, *args, **params)
+        return super().apply(primitive, args, params)
+
+    def clear_caches(self) -> None:
+        self.programs.clear()
+        _primitive_programs.clear()
+        _eager_dispatchers.clear()
+
     def _compiled(self, closed: ClosedJaxpr, name: str, donated_invars: tuple[bool, ...],
-                  lowered: Lowered | None = None) -> CompiledProgram:
+                  lowered: LoweredModule | None = None) -> CompiledProgram:
         key = (closed, donated_invars, runtime.x64_enabled())
         program = self.programs.get(key)
         if program is None:

@@ -24,8 +24,7 @@ import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes
 from lamella.core.trace import aval_of
-from lamella.lax.arithmetic import mul
-from lamella.lax.complex_ops import conj, real
+from lamella.lax.arithmetic import conj, mul, real
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.lowering import aval_to_ir_type, hlo, register_lowering
 from lamella.lax.shapes import pad

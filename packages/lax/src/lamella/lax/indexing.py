@@ -40,9 +40,9 @@ from lamella.core import ShapedArray, ad, batching, dtypes
 from lamella.core.trace import aval_of
 from lamella.lax.arithmetic import add, div, mul
 from lamella.lax.conversion import convert_element_type
+from lamella.lax.fill import full
 from lamella.lax.logical import bitwise_and, clamp, eq, ge, le, select
 from lamella.lax.lowering import aval_to_ir_type, hlo, ir, lower_fun, register_lowering
-from lamella.lax.misc import full
 from lamella.lax.mlir_context import element_type
 from lamella.lax.reductions import reduce_and
 from lamella.lax.shapes import broadcast_in_dim, iota, reshape

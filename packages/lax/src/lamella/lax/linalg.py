@@ -36,15 +36,14 @@ import numpy as np
 from lamella.core import Primitive, ShapedArray, ad, batching
 from lamella.core.trace import aval_of
 from lamella.lax import runtime
-from lamella.lax.arithmetic import add, div, integer_pow, mul, neg, sub
-from lamella.lax.complex_ops import complex as complex_op
-from lamella.lax.complex_ops import conj, real
+from lamella.lax.arithmetic import add, conj, div, integer_pow, mul, neg, real, sub
+from lamella.lax.arithmetic import complex as complex_op
 from lamella.lax.contraction import Precision, dot_general
 from lamella.lax.control_flow import fori_loop
 from lamella.lax.conversion import convert_element_type
+from lamella.lax.fill import full, full_like
 from lamella.lax.logical import eq, ge, le, select
 from lamella.lax.lowering import aval_to_ir_type, hlo, ir, lower_fun, register_lowering
-from lamella.lax.misc import full, full_like
 from lamella.lax.reductions import reduce_sum
 from lamella.lax.shapes import (
     broadcast_in_dim,

@@ -3,18 +3,18 @@ and, or, xor, shifts, population_count, clz."""
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
 from lamella.core import ShapedArray, ad, batching
+from lamella.core.structural import broadcast_in_dim
 from lamella.core.trace import aval_of
-from lamella.lax.lowering import hlo, register_lowering
+from lamella.lax.lowering import constant, hlo, register_lowering
+from lamella.lax.mlir_context import dtype_of, ir
 from lamella.lax.standard import (
     ANY,
     BOOL,
     INT,
-    broadcast_operands,
+    binary_op,
     category,
     check_dtypes,
     check_same_dtypes,
@@ -28,8 +28,7 @@ from lamella.lax.standard import (
 
 def _compare_lowering(direction: str):
     def lower(x, y):
-        from lamella.lax.arithmetic import _dtype_of
-        kind = category(_dtype_of(x))
+        kind = category(dtype_of(x))
         compare_type = {"bool": "UNSIGNED", "unsigned integer": "UNSIGNED",
                         "signed integer": "SIGNED"}.get(kind, "FLOAT")
         return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
@@ -41,12 +40,7 @@ def _comparison(name: str, direction: str, accepted):
     prim = naryop(name, accepted, _compare_lowering(direction),
                   result_dtype=lambda *_: np.dtype(bool))
     ad.defjvp_zero(prim)
-
-    def op(x, y):
-        return prim.bind(*broadcast_operands(name, x, y))
-    op.__name__ = name
-    op.__doc__ = f"Elementwise comparison `{name}`, a boolean array."
-    return prim, op
+    return prim, binary_op(prim, doc=f"Elementwise comparison `{name}`, a boolean array.")
 
 
 _ORDERED = ("bool", "signed integer", "unsigned integer", "floating")
@@ -102,14 +96,12 @@ def _select_n_lowering(ctx, which, *cases):
 
 
 def _with_shape(value, shape):
-    from lamella.lax.mlir_context import ir
     return ir.RankedTensorType.get(list(shape), value.type.element_type)
 
 
 def _select_tree(which, cases, offset, out_type):
     if len(cases) == 1:
         return cases[0]
-    from lamella.lax.lowering import constant
     half = len(cases) // 2
     pivot = hlo.broadcast_in_dim(which.type, constant(np.int32(offset + half)), [])
     is_low = hlo.compare(which, pivot, hlo.ComparisonDirectionAttr.get("LT"),
@@ -144,7 +136,6 @@ def _select_n_batch(args, dims):
     which = batching.at_front(which, dims[0], size)
     case_shape = aval_of(cases[0]).shape
     if aval_of(which).shape != case_shape:
-        from lamella.core.structural import broadcast_in_dim
         which = broadcast_in_dim(which, case_shape, (0,))
     return select_n(which, *cases), 0
 
@@ -186,7 +177,6 @@ def _clamp_batch(args, dims):
     lo, x, hi = args
     x = batching.at_front(x, dims[1], size)
     shape = aval_of(x).shape
-    from lamella.core.structural import broadcast_in_dim
 
     def full(bound, d):
         if d is None and aval_of(bound).ndim == 0:
@@ -199,7 +189,6 @@ def _clamp_batch(args, dims):
 
 
 def _broadcast_like(t, x):
-    from lamella.core.structural import broadcast_in_dim
     shape = aval_of(x).shape
     return t if aval_of(t).shape == shape else broadcast_in_dim(t, shape, ())
 
@@ -232,21 +221,19 @@ for _p in (not_p, and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
     ad.defjvp_zero(_p)
 
 
-def _bind_binary(prim, x, y):
-    return prim.bind(*broadcast_operands(prim.name, x, y))
-
-
 def bitwise_not(x):
     """Logical not of booleans, bitwise not of integers."""
     return not_p.bind(x)
 
 
-bitwise_and = partial(_bind_binary, and_p)
-bitwise_or = partial(_bind_binary, or_p)
-bitwise_xor = partial(_bind_binary, xor_p)
-shift_left = partial(_bind_binary, shift_left_p)
-shift_right_logical = partial(_bind_binary, shift_right_logical_p)
-shift_right_arithmetic = partial(_bind_binary, shift_right_arithmetic_p)
+bitwise_and = binary_op(and_p, "bitwise_and", "Logical and of booleans, bitwise and of integers.")
+bitwise_or = binary_op(or_p, "bitwise_or", "Logical or of booleans, bitwise or of integers.")
+bitwise_xor = binary_op(xor_p, "bitwise_xor", "Logical xor of booleans, bitwise xor of integers.")
+shift_left = binary_op(shift_left_p, doc="x shifted left by y bits.")
+shift_right_logical = binary_op(shift_right_logical_p,
+                                doc="x shifted right by y bits, filling with zeros.")
+shift_right_arithmetic = binary_op(shift_right_arithmetic_p,
+                                   doc="x shifted right by y bits, filling with the sign bit.")
 
 
 def population_count(x):

@@ -40,7 +40,7 @@ from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from lamella.core.staging import trace_to_jaxpr
 from lamella.lax.mlir_context import element_type, make_context, module_to_string
 
-__all__ = ["LoweringRuleContext", "ModuleContext", "Lowered", "chlo", "constant", "hlo", "ir",
+__all__ = ["LoweringRuleContext", "ModuleContext", "LoweredModule", "chlo", "constant", "hlo", "ir",
            "lower_fun", "lower_jaxpr_to_module", "register_lowering", "aval_to_ir_type"]
 
 Rule = Callable[..., Sequence[ir.Value]]
@@ -222,7 +222,7 @@ def lower_fun(fun: Callable, multiple_results: bool = True) -> Rule:
 # Whole modules.
 
 
-class Lowered:
+class LoweredModule:
     """A StableHLO module with the avals of its entry point."""
 
     def __init__(self, module: ir.Module, in_avals, out_avals, donated_invars):
@@ -261,7 +261,7 @@ _contexts = _Contexts()
 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, *, name: str,
                           donated_invars: Sequence[bool] | None = None,
-                          platform: str = "cpu") -> Lowered:
+                          platform: str = "cpu") -> LoweredModule:
     """The module `@jit_<name>` whose public `@main` computes `closed`."""
     context = _contexts.get()
     donated_invars = tuple(donated_invars or (False,) * len(closed.in_avals))
@@ -287,4 +287,4 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, *, name: str,
             with ir.InsertionPoint(entry):
                 outs = lower_jaxpr(ctx, closed.jaxpr, closed_consts(closed), entry.arguments)
                 func.ReturnOp(outs)
-    return Lowered(module, closed.in_avals, closed.out_avals, donated_invars)
+    return LoweredModule(module, closed.in_avals, closed.out_avals, donated_invars)

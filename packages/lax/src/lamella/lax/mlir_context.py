@@ -37,6 +37,7 @@ __all__ = [
     "element_type",
     "tensor_type",
     "shape_and_dtype",
+    "dtype_of",
     "main_function",
     "main_signature",
 ]
@@ -160,6 +161,16 @@ def shape_and_dtype(type_: ir.Type) -> tuple[Shape, np.dtype]:
     except KeyError:
         raise TypeError(f"element type {spelling} has no NumPy dtype") from None
     return tuple(tensor.shape), dt
+
+
+def dtype_of(value: ir.Value) -> np.dtype:
+    """The NumPy dtype of an MLIR tensor value (what lowerings branch on).
+
+    >>> with make_context(), ir.Location.unknown():
+    ...     dtype_of(stablehlo.constant(ir.DenseElementsAttr.get(np.zeros(2, np.int8))))
+    dtype('int8')
+    """
+    return shape_and_dtype(value.type)[1]
 
 
 def main_function(module: ir.Module) -> func.FuncOp:

@@ -39,6 +39,7 @@ import numpy as np
 from lamella.core import ShapedArray, ad, batching, config, dtypes
 from lamella.core.trace import aval_of
 from lamella.lax.arithmetic import add, mul
+from lamella.lax.control_flow import map as loop_map
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.logical import (
     bitwise_and,
@@ -400,7 +401,6 @@ def _rng_bit_generator_lowering(ctx, key, *, shape, dtype, algorithm):
 def _rng_bit_generator_batch(args, dims, *, shape, dtype, algorithm):
     # One generator call draws one stream, so a batch of keys needs one call
     # per key: a loop (lax.map) over the keys, whose size does not grow the program.
-    from lamella.lax.control_flow import map as loop_map
     (keys,), (dim,) = args, dims
     keys = batching.moveaxis(keys, dim, 0)
     new_keys, bits = loop_map(lambda k: tuple(rng_bit_generator_p.bind(

@@ -30,13 +30,14 @@ from lamella.core.staging import trace_to_jaxpr
 from lamella.core.structural import broadcast_in_dim, reduce_sum_p, reshape, transpose
 from lamella.core.trace import Tracer, aval_of, current_trace
 from lamella.core.tree_util import tree_flatten, tree_unflatten
-from lamella.core.vectorize import vmap
+from lamella.core.vmap_api import vmap
 from lamella.lax.arithmetic import abs as lax_abs
 from lamella.lax.arithmetic import add, add_p, div, max_p, min_p, mul, mul_p, neg, sub
 from lamella.lax.arithmetic import max as lax_max
 from lamella.lax.arithmetic import min as lax_min
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.core_lowerings import reduce_with
+from lamella.lax.fill import full_like
 from lamella.lax.logical import and_p, eq, ne, or_p, select, xor_p
 from lamella.lax.lowering import (
     aval_to_ir_type,
@@ -47,7 +48,7 @@ from lamella.lax.lowering import (
     lower_jaxpr,
     register_lowering,
 )
-from lamella.lax.misc import full_like
+from lamella.lax.shapes import pad
 from lamella.lax.standard import (
     BOOL,
     FLOAT,
@@ -135,7 +136,6 @@ def _compare(a, b, direction: str, dtype: np.dtype):
 
 def _pad_axis(x: Any, padding_value: Any, axis: int, low: int, high: int) -> Any:
     """`lax.pad` of one axis (negative widths crop), for the derivative rules below."""
-    from lamella.lax.shapes import pad
     if not isinstance(padding_value, Tracer):
         padding_value = np.asarray(padding_value, aval_of(x).dtype)
     config = [(low, high, 0) if d == axis else (0, 0, 0) for d in range(aval_of(x).ndim)]

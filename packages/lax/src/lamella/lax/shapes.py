@@ -27,10 +27,10 @@ import numpy as np
 from lamella.core import ShapedArray, ad, batching, dtypes, structural
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax.arithmetic import add, sub
-from lamella.lax.conversion import _convert_element_type, convert_element_type
+from lamella.lax.conversion import convert_element_type
+from lamella.lax.fill import full
 from lamella.lax.logical import bitwise_and, clamp, lt, ne, select, shift_right_logical
 from lamella.lax.lowering import aval_to_ir_type, hlo, register_lowering
-from lamella.lax.misc import full
 from lamella.lax.runtime import Array
 from lamella.lax.standard import (
     BOOL,
@@ -234,7 +234,7 @@ def pad(operand: Any, padding_value: Any,
     dtype = aval_of(operand).dtype
     if dtypes.is_python_scalar(padding_value) and \
             category(dtype) in _PYTHON_SCALAR_FITS[type(padding_value)]:
-        padding_value = _convert_element_type(padding_value, dtype,
+        padding_value = convert_element_type(padding_value, dtype,
                                               dtypes.is_weakly_typed(padding_value))
     config = tuple((int(lo), int(hi), int(interior)) for lo, hi, interior in padding_config)
     return pad_p.bind(operand, padding_value, padding_config=config)

@@ -36,6 +36,7 @@ from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import aval_of
 from lamella.lax.arithmetic import abs, add, div, mul, neg, sign, sub
 from lamella.lax.conversion import convert_element_type
+from lamella.lax.fill import full_like
 from lamella.lax.logical import bitwise_and, bitwise_not, bitwise_or, eq, ge, gt, le, lt, ne, select
 from lamella.lax.lowering import (
     aval_to_ir_type,
@@ -48,7 +49,6 @@ from lamella.lax.lowering import (
     lower_jaxpr,
     register_lowering,
 )
-from lamella.lax.misc import full_like
 from lamella.lax.rounding import is_finite
 from lamella.lax.standard import FLOAT, broadcast_operands, naryop, unop
 from lamella.lax.transcendental import exp, expm1, log, sqrt

@@ -1,10 +1,11 @@
 """Building blocks shared by the lax primitive definitions.
 
-`standard_primitive` makes a primitive whose impl is eager dispatch through
-XLA; `unop` and `naryop` add the dtype checks, shape rule, batching rule and
-lowering that elementwise operations share, so each primitive's own file only
-states what is particular to it. Python-facing wrappers broadcast rank-0 and
-size-1 operands (as JAX's lax does) but never promote dtypes.
+`standard_primitive` makes a primitive that the XLA executor applies eagerly
+as a one-equation program; `unop` and `naryop` add the dtype checks, shape
+rule, batching rule and lowering that elementwise operations share, so each
+primitive's own file only states what is particular to it. Python-facing
+wrappers (`binary_op`) broadcast rank-0 and size-1 operands (as JAX's lax
+does) but never promote dtypes.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from lamella.core import Primitive, ShapedArray, batching, dtypes
-from lamella.core.structural import broadcast_in_dim
+from lamella.core.structural import broadcast_in_dim, reshape
 from lamella.core.trace import aval_of
-from lamella.lax.executor import apply_primitive
+from lamella.lax.executor import compiled_eagerly
 from lamella.lax.lowering import register_lowering
 
 # Dtype categories that primitives accept.
@@ -81,7 +82,7 @@ def standard_primitive(name: str, multiple_results: bool = False) -> Primitive:
     """A primitive whose eager evaluation is a one-equation XLA program."""
     prim = Primitive(name)
     prim.multiple_results = multiple_results
-    prim.def_impl(partial(apply_primitive, prim))
+    compiled_eagerly.add(prim)
     return prim
 
 
@@ -163,6 +164,16 @@ def broadcast_operands(name: str, *args: Any) -> list[Any]:
     return out
 
 
+def binary_op(prim: Primitive, name: str | None = None, doc: str | None = None) -> Callable:
+    """The Python function `op(x, y)` for a binary elementwise primitive: broadcasts
+    rank-0 and size-1 operands (lax's implicit rule, no dtype promotion) and binds."""
+    def op(x, y):
+        return prim.bind(*broadcast_operands(prim.name, x, y))
+    op.__name__ = op.__qualname__ = name or prim.name
+    op.__doc__ = doc or (f"Elementwise `{name or prim.name}` of two arrays of one dtype "
+                         "(lax does not promote dtypes).")
+    return op
+
+
 def _squeeze_to(x, shape: Sequence[int]):
-    from lamella.core.structural import reshape
     return x if aval_of(x).shape == tuple(shape) else reshape(x, shape)

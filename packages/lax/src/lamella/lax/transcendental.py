@@ -1,19 +1,22 @@
-"""Transcendental primitives: exponentials, logarithms, trigonometric and
-hyperbolic functions and their inverses, roots, atan2, with JVPs."""
+"""Transcendental primitives: exponentials, logarithms, powers, trigonometric
+and hyperbolic functions and their inverses, roots, atan2, with JVPs."""
 
 from __future__ import annotations
 
 import math
 
 from lamella.core import ad
+from lamella.core.trace import aval_of
 from lamella.lax.arithmetic import add, div, integer_pow, mul, neg, sub
+from lamella.lax.fill import full_like
+from lamella.lax.logical import eq, select
 from lamella.lax.lowering import chlo, constant, hlo
-from lamella.lax.standard import FLOAT, INEXACT, broadcast_operands, naryop, unop
+from lamella.lax.mlir_context import dtype_of
+from lamella.lax.standard import FLOAT, INEXACT, binary_op, naryop, unop
 
 
-def _const(x, value):
-    from lamella.lax.misc import full_like
-    return full_like(x, value)
+def _zeros(x):
+    return ad.zeros_like_aval(aval_of(x))
 
 
 def _define(name, accepted, lower):
@@ -27,10 +30,9 @@ def _define(name, accepted, lower):
 
 
 def _exp2_lowering(x):
-    from lamella.lax.arithmetic import _dtype_of
     # pow(2, x) rather than exp(x log 2): the rounding of x log 2 costs up to |x| ulps
     # (2**100 came out 2e-6 off in float32), and pow is exact at integers.
-    two = hlo.broadcast_in_dim(x.type, constant(2, _dtype_of(x)), [])
+    two = hlo.broadcast_in_dim(x.type, constant(2, dtype_of(x)), [])
     return hlo.power(two, x)
 
 
@@ -57,35 +59,33 @@ rsqrt_p, rsqrt = _define("rsqrt", INEXACT, hlo.rsqrt)
 cbrt_p, cbrt = _define("cbrt", FLOAT, hlo.cbrt)
 
 ad.defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
-ad.defjvp2(exp2_p, lambda t, ans, x: mul(t, mul(ans, _const(x, math.log(2)))))
+ad.defjvp2(exp2_p, lambda t, ans, x: mul(t, mul(ans, full_like(x, math.log(2)))))
 ad.defjvp(log_p, lambda t, x: div(t, x))
-ad.defjvp(log1p_p, lambda t, x: div(t, add(x, _const(x, 1))))
-ad.defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(x, 1))))
-ad.defjvp2(tanh_p, lambda t, ans, x: mul(t, sub(_const(x, 1), mul(ans, ans))))
-ad.defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(x, 1), ans))))
+ad.defjvp(log1p_p, lambda t, x: div(t, add(x, full_like(x, 1))))
+ad.defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, full_like(x, 1))))
+ad.defjvp2(tanh_p, lambda t, ans, x: mul(t, sub(full_like(x, 1), mul(ans, ans))))
+ad.defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(full_like(x, 1), ans))))
 ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
 ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
-ad.defjvp2(tan_p, lambda t, ans, x: mul(t, add(_const(x, 1), mul(ans, ans))))
-ad.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(_const(x, 1), mul(x, x)))))
-ad.defjvp(acos_p, lambda t, x: neg(mul(t, rsqrt(sub(_const(x, 1), mul(x, x))))))
-ad.defjvp(atan_p, lambda t, x: div(t, add(_const(x, 1), mul(x, x))))
+ad.defjvp2(tan_p, lambda t, ans, x: mul(t, add(full_like(x, 1), mul(ans, ans))))
+ad.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(full_like(x, 1), mul(x, x)))))
+ad.defjvp(acos_p, lambda t, x: neg(mul(t, rsqrt(sub(full_like(x, 1), mul(x, x))))))
+ad.defjvp(atan_p, lambda t, x: div(t, add(full_like(x, 1), mul(x, x))))
 ad.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
 ad.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
-ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(mul(x, x), _const(x, 1)))))
-ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(mul(sub(x, _const(x, 1)),
-                                                  add(x, _const(x, 1))))))
-ad.defjvp(atanh_p, lambda t, x: div(t, sub(_const(x, 1), mul(x, x))))
-ad.defjvp2(sqrt_p, lambda t, ans, x: div(t, mul(_const(x, 2), ans)))
-ad.defjvp2(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
-ad.defjvp2(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
+ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(mul(x, x), full_like(x, 1)))))
+ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(mul(sub(x, full_like(x, 1)),
+                                                  add(x, full_like(x, 1))))))
+ad.defjvp(atanh_p, lambda t, x: div(t, sub(full_like(x, 1), mul(x, x))))
+ad.defjvp2(sqrt_p, lambda t, ans, x: div(t, mul(full_like(x, 2), ans)))
+ad.defjvp2(rsqrt_p, lambda t, ans, x: mul(t, mul(full_like(x, -0.5), div(ans, x))))
+ad.defjvp2(cbrt_p, lambda t, ans, x: mul(t, mul(full_like(x, 1 / 3), integer_pow(ans, -2))))
 
 # --- atan2 --------------------------------------------------------------------
 atan2_p = naryop("atan2", FLOAT, hlo.atan2)
 
 
-def atan2(x, y):
-    """The angle of the point (y, x): atan(x / y) in the right quadrant."""
-    return atan2_p.bind(*broadcast_operands("atan2", x, y))
+atan2 = binary_op(atan2_p, doc="The angle of the point (y, x): atan(x / y) in the right quadrant.")
 
 
 def _atan2_denominator(x, y):
@@ -94,3 +94,25 @@ def _atan2_denominator(x, y):
 
 ad.defjvp(atan2_p, lambda t, x, y: mul(t, div(y, _atan2_denominator(x, y))),
           lambda t, x, y: mul(t, div(neg(x), _atan2_denominator(x, y))))
+
+# --- pow ----------------------------------------------------------------------
+pow_p = naryop("pow", INEXACT, hlo.power)
+pow = binary_op(pow_p)
+
+
+def _pow_jvp_x(t, x, y):
+    # d/dx x**y = y * x**(y-1); written so that x = 0 with y = 0 gives 0, not nan.
+    one = full_like(y, 1)
+    safe = select(eq(y, _zeros(y)), one, y)
+    return mul(t, select(eq(y, _zeros(y)), _zeros(x),
+                         mul(safe, pow(x, sub(safe, one)))))
+
+
+def _pow_jvp_y(t, x, y):
+    # d/dy x**y = log(x) x**y, with the convention 0 * log(0) = 0 at x = 0.
+    is_zero = eq(x, _zeros(x))
+    safe_x = select(is_zero, full_like(x, 1), x)
+    return mul(t, select(is_zero, _zeros(x), mul(log(safe_x), pow(x, y))))
+
+
+ad.defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)

@@ -16,6 +16,8 @@ from lamella.numpy import indexing as _indexing
 from lamella.numpy.array_api import *  # noqa: F403
 from lamella.numpy.array_api import __all__ as _array_api_names
 from lamella.numpy.array_api import __array_api_version__, __array_namespace_info__
+from lamella.numpy.bit_packing import *  # noqa: F403
+from lamella.numpy.bit_packing import __all__ as _bit_packing_names
 from lamella.numpy.contractions import *  # noqa: F403
 from lamella.numpy.contractions import __all__ as _contraction_names
 from lamella.numpy.creation import *  # noqa: F403
@@ -50,17 +52,23 @@ from lamella.numpy.dtypes import (
     uint64,
 )
 from lamella.numpy.einsum import einsum, einsum_path
+from lamella.numpy.elementwise_extras import *  # noqa: F403
+from lamella.numpy.elementwise_extras import __all__ as _elementwise_extra_names
+from lamella.numpy.host_io import *  # noqa: F403
+from lamella.numpy.host_io import __all__ as _host_io_names
+from lamella.numpy.index_tricks import *  # noqa: F403
+from lamella.numpy.index_tricks import __all__ as _index_trick_names
 from lamella.numpy.indexing import *  # noqa: F403
 from lamella.numpy.indexing import __all__ as _indexing_names
 from lamella.numpy.manipulation import *  # noqa: F403
 from lamella.numpy.manipulation import __all__ as _manipulation_names
-from lamella.numpy.misc import *  # noqa: F403
-from lamella.numpy.misc import __all__ as _misc_names
 from lamella.numpy.polynomial import *  # noqa: F403
 from lamella.numpy.polynomial import __all__ as _polynomial_names
 from lamella.numpy.products import matmul
 from lamella.numpy.reductions import *  # noqa: F403
 from lamella.numpy.reductions import __all__ as _reduction_names
+from lamella.numpy.scalar_types import *  # noqa: F403
+from lamella.numpy.scalar_types import __all__ as _scalar_type_names
 from lamella.numpy.setops import *  # noqa: F403
 from lamella.numpy.setops import __all__ as _setop_names
 from lamella.numpy.signal import *  # noqa: F403
@@ -72,6 +80,8 @@ from lamella.numpy.ufuncs import *  # noqa: F403
 from lamella.numpy.ufuncs import __all__ as _ufunc_names
 from lamella.numpy.vectorize import *  # noqa: F403
 from lamella.numpy.vectorize import __all__ as _vectorize_names
+from lamella.numpy.windows import *  # noqa: F403
+from lamella.numpy.windows import __all__ as _window_names
 
 # The full `where` (one-argument form, size=) rather than the three-argument ufunc.
 where = _full_where
@@ -85,9 +95,11 @@ _DTYPE_NAMES = [
     "result_type", "uint8", "uint16", "uint32", "uint64",
 ]
 _MODULE_NAMES = [
-    _array_api_names, _contraction_names, _creation_names, _indexing_names,
-    _manipulation_names, _misc_names, _polynomial_names, _reduction_names, _setop_names,
-    _signal_names, _ufunc_names, _vectorize_names, _sorting_names,
+    _array_api_names, _bit_packing_names, _contraction_names, _creation_names,
+    _elementwise_extra_names, _host_io_names, _index_trick_names, _indexing_names,
+    _manipulation_names, _polynomial_names, _reduction_names, _scalar_type_names,
+    _setop_names, _signal_names, _sorting_names, _ufunc_names, _vectorize_names,
+    _window_names,
 ]
 __all__ = sorted({
     *_DTYPE_NAMES, "einsum", "einsum_path", "matmul", "fft", "linalg",

@@ -20,10 +20,10 @@ import numpy as np
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
-from lamella.lax.conversion import _convert_element_type
+from lamella.lax.conversion import convert_element_type
 from lamella.numpy import ufuncs
 from lamella.numpy.dtypes import promote_dtypes, promote_dtypes_inexact, result_type
-from lamella.numpy.util import asarray_internal, canonicalize_axis, check_arraylike
+from lamella.numpy.util import asarray_internal, canonicalize_axis, check_arraylike, flatten_1d
 from lamella.numpy.util import shape as _shape
 
 __all__ = ["corrcoef", "cov", "diagonal", "dot", "inner", "kron", "matvec", "outer",
@@ -57,12 +57,8 @@ class _Product:
         return self.finish(ufuncs.multiply(self.a, self.b))
 
     def finish(self, result: Any) -> Any:
-        return _convert_element_type(result, self.dtype, self.weak)
+        return convert_element_type(result, self.dtype, self.weak)
 
-
-
-def _ravel(x: Any) -> Any:
-    return lax.reshape(x, (int(np.prod(_shape(x), dtype=np.int64)),))
 
 
 def _conj_if_complex(x: Any) -> Any:
@@ -142,7 +138,7 @@ def vdot(a: Any, b: Any, /, *, precision: Any = None,
     Array(3.+0.j, dtype=complex64)
     """
     p = _Product("vdot", a, b, preferred_element_type)
-    x, y = _conj_if_complex(_ravel(p.a)), _ravel(p.b)
+    x, y = _conj_if_complex(flatten_1d(p.a)), flatten_1d(p.b)
     if _shape(x) != _shape(y):
         raise ValueError(f"vdot: the operands have {_shape(x)[0]} and {_shape(y)[0]} elements "
                          f"(shapes {_shape(p.a)} and {_shape(p.b)}); they must match")
@@ -216,7 +212,7 @@ def outer(a: Any, b: Any, out: None = None) -> Any:
         raise NotImplementedError("outer: the `out` argument is not supported "
                                   "(lamella arrays are immutable)")
     p = _Product("outer", a, b)
-    return p.contract(_ravel(p.a), _ravel(p.b), (((), ()), ((), ())), None)
+    return p.contract(flatten_1d(p.a), flatten_1d(p.b), (((), ()), ((), ())), None)
 
 
 def kron(a: Any, b: Any) -> Any:

@@ -27,7 +27,14 @@ from lamella.numpy import ufuncs
 from lamella.numpy.contractions import diagonal
 from lamella.numpy.dtypes import result_type
 from lamella.numpy.manipulation import broadcast_to
-from lamella.numpy.util import asarray_internal, canonicalize_axis, concrete_value, ndim
+from lamella.numpy.util import (
+    asarray_internal,
+    canonicalize_axis,
+    concrete_value,
+    default_float_dtype,
+    default_int_dtype,
+    ndim,
+)
 
 __all__ = [
     "arange", "array", "array_equal", "array_equiv", "asarray", "copy", "diag",
@@ -37,14 +44,6 @@ __all__ = [
     "tril", "tril_indices", "tril_indices_from", "triu", "triu_indices",
     "triu_indices_from", "zeros", "zeros_like",
 ]
-
-
-def _default_float() -> np.dtype:
-    return core_dtypes.canonicalize_dtype(np.float64)
-
-
-def _default_int() -> np.dtype:
-    return core_dtypes.canonicalize_dtype(np.int64)
 
 
 def _dtype_or(dtype: Any, default: np.dtype) -> np.dtype:
@@ -148,13 +147,13 @@ def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
     >>> zeros((2,), np.int32)
     Array([0, 0], dtype=int32)
     """
-    out = lax.full(_shape_tuple(shape, "zeros"), 0, _dtype_or(dtype, _default_float()))
+    out = lax.full(_shape_tuple(shape, "zeros"), 0, _dtype_or(dtype, default_float_dtype()))
     return _place(out, device)
 
 
 def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of ones (float32 by default)."""
-    out = lax.full(_shape_tuple(shape, "ones"), 1, _dtype_or(dtype, _default_float()))
+    out = lax.full(_shape_tuple(shape, "ones"), 1, _dtype_or(dtype, default_float_dtype()))
     return _place(out, device)
 
 
@@ -266,8 +265,8 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     num = operator.index(concrete_value(num, "the num argument of linspace").item())
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
-    dt = _dtype_or(dtype, result_type(start, stop, _default_float()))
-    compute = result_type(dt, _default_float()) if dt.kind in "biu" else dt
+    dt = _dtype_or(dtype, result_type(start, stop, default_float_dtype()))
+    compute = result_type(dt, default_float_dtype()) if dt.kind in "biu" else dt
     start = lax.convert_element_type(asarray_internal(start), compute)
     stop = lax.convert_element_type(asarray_internal(stop), compute)
     start, stop = ufuncs._broadcast("linspace", start, stop)
@@ -301,8 +300,8 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     >>> logspace(0, 2, 3)
     Array([  1.,  10., 100.], dtype=float32)
     """
-    dt = _dtype_or(dtype, result_type(start, stop, _default_float()))
-    compute = result_type(dt, _default_float()) if dt.kind in "biu" else dt
+    dt = _dtype_or(dtype, result_type(start, stop, default_float_dtype()))
+    compute = result_type(dt, default_float_dtype()) if dt.kind in "biu" else dt
     exponents = linspace(start, stop, num, endpoint, dtype=compute, axis=axis)
     base = lax.convert_element_type(asarray_internal(base), compute)
     base = lax.expand_dims(base, (canonicalize_axis(axis, ndim(base) + 1),)) if ndim(base) else base
@@ -317,8 +316,8 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     >>> geomspace(1, 1000, 4)
     Array([   1.,   10.,  100., 1000.], dtype=float32)
     """
-    dt = _dtype_or(dtype, result_type(start, stop, _default_float()))
-    compute = result_type(dt, _default_float()) if dt.kind in "biu" else dt
+    dt = _dtype_or(dtype, result_type(start, stop, default_float_dtype()))
+    compute = result_type(dt, default_float_dtype()) if dt.kind in "biu" else dt
     start = lax.convert_element_type(asarray_internal(start), compute)
     stop = lax.convert_element_type(asarray_internal(stop), compute)
     sign = ufuncs.sign(start)
@@ -367,7 +366,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *,
     rows = lax.broadcasted_iota(np.int32, (n, m), 0)
     cols = lax.broadcasted_iota(np.int32, (n, m), 1)
     on = lax.eq(lax.add(rows, lax.full((n, m), k, np.int32)), cols)
-    return _place(lax.convert_element_type(on, _dtype_or(dtype, _default_float())), device)
+    return _place(lax.convert_element_type(on, _dtype_or(dtype, default_float_dtype())), device)
 
 
 def identity(n: int, dtype: Any = None) -> Any:
@@ -385,7 +384,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     n = _matrix_size(N, "N argument of tri")
     m = n if M is None else _matrix_size(M, "M argument of tri")
     mask = _tri_mask(n, m, _matrix_size(k, "k argument of tri"))
-    return lax.convert_element_type(mask, _dtype_or(dtype, _default_float()))
+    return lax.convert_element_type(mask, _dtype_or(dtype, default_float_dtype()))
 
 
 def _triangle(name: str, m: Any, k: int, lower: bool) -> Any:
@@ -457,15 +456,15 @@ def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
     (Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))
     """
     rows, cols = np.tril_indices(n, k, m)
-    return asarray_internal(rows.astype(_default_int())), asarray_internal(
-        cols.astype(_default_int()))
+    return asarray_internal(rows.astype(default_int_dtype())), asarray_internal(
+        cols.astype(default_int_dtype()))
 
 
 def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
     """Row and column indices of the upper triangle of an n×m matrix (static sizes)."""
     rows, cols = np.triu_indices(n, k, m)
-    return asarray_internal(rows.astype(_default_int())), asarray_internal(
-        cols.astype(_default_int()))
+    return asarray_internal(rows.astype(default_int_dtype())), asarray_internal(
+        cols.astype(default_int_dtype()))
 
 
 def _square_shape(name: str, arr: Any) -> tuple[int, int]:
@@ -495,7 +494,7 @@ def diag_indices(n: int, ndim: int = 2) -> tuple[Any, ...]:
     """
     if n < 0 or ndim < 0:
         raise ValueError(f"diag_indices: n and ndim must be non-negative, got {n}, {ndim}")
-    return (lax.iota(_default_int(), n),) * ndim
+    return (lax.iota(default_int_dtype(), n),) * ndim
 
 
 def diag_indices_from(arr: Any) -> tuple[Any, ...]:
@@ -544,7 +543,7 @@ def indices(dimensions: Sequence[int], dtype: Any = None,
     (2, 2, 3)
     """
     dims = _shape_tuple(dimensions, "indices")
-    dt = _dtype_or(dtype, _default_int())
+    dt = _dtype_or(dtype, default_int_dtype())
     grids = []
     for axis, size in enumerate(dims):
         shape = tuple(size if d == axis else 1 for d in range(len(dims))) if sparse else dims
@@ -566,7 +565,7 @@ def fromfunction(function: Callable[..., Any], shape: Sequence[int], *,
            [1, 2]], dtype=int32)
     """
     dims = _shape_tuple(shape, "fromfunction")
-    dt = _dtype_or(dtype, _default_float())
+    dt = _dtype_or(dtype, default_float_dtype())
     fn = lambda *idx: function(*idx, **kwargs)  # noqa: E731
     for axis in reversed(range(len(dims))):
         fn = vmap(fn, in_axes=tuple(0 if a == axis else None for a in range(len(dims))))

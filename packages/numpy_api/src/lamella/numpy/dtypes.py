@@ -23,7 +23,7 @@ import numpy as np
 from lamella.core import device_put
 from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
-from lamella.lax.conversion import _convert_element_type
+from lamella.lax.conversion import convert_element_type
 
 __all__ = [
     "TypePromotionError", "bfloat16", "bool_", "can_cast", "complex64", "complex128",
@@ -346,7 +346,7 @@ class _ScalarType:
         self.dtype = np.dtype(dt)
 
     def __call__(self, x: Any) -> Any:
-        return _convert_element_type(_as_array(x), self.dtype, False)
+        return convert_element_type(_as_array(x), self.dtype, False)
 
     def __repr__(self) -> str:
         return f"lamella.numpy.{self.dtype.name}"
@@ -386,7 +386,7 @@ complex_ = complex128
 
 # --- promotion helpers for lamella.numpy --------------------------------------------
 def _convert_all(args: tuple[Any, ...], to: np.dtype, weak: bool) -> list[Any]:
-    return [_convert_element_type(_as_array(x), to, weak) for x in args]
+    return [convert_element_type(_as_array(x), to, weak) for x in args]
 
 
 def promote_dtypes(*args: Any) -> list[Any]:
@@ -396,7 +396,7 @@ def promote_dtypes(*args: Any) -> list[Any]:
     [Array(1., dtype=float32, weak_type=True), Array(2., dtype=float32, weak_type=True)]
     """
     if len(args) < 2:
-        return [_convert_element_type(_as_array(x), *_canonical_and_weak(x)) for x in args]
+        return [convert_element_type(_as_array(x), *_canonical_and_weak(x)) for x in args]
     to, weak = result_type(*args, return_weak_type_flag=True)
     return _convert_all(args, to, weak)
 

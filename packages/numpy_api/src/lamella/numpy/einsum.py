@@ -25,7 +25,7 @@ import numpy as np
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
-from lamella.lax.conversion import _convert_element_type
+from lamella.lax.conversion import convert_element_type
 from lamella.numpy import util
 from lamella.numpy.dtypes import promote_dtypes, promote_types, result_type
 from lamella.numpy.util import asarray_internal, check_arraylike
@@ -77,7 +77,7 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
         taken = [operands.pop(i) for i in indices]
         operands.append(contract.many(taken, in_specs, out_spec))
     (result,) = operands
-    return _convert_element_type(result, dtype, weak)
+    return convert_element_type(result, dtype, weak)
 
 
 def einsum_path(subscripts: Any, /, *operands: Any,

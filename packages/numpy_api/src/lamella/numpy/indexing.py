@@ -33,7 +33,7 @@ from lamella.core import dtypes as core_dtypes
 from lamella.core.errors import ConcretizationTypeError
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
-from lamella.lax.conversion import _convert_element_type
+from lamella.lax.conversion import convert_element_type
 from lamella.lax.indexing import GatherScatterMode
 from lamella.numpy import ufuncs
 from lamella.numpy.util import (
@@ -479,7 +479,7 @@ def _scatter(arr: Any, index: Any, values: Any, op: str, *, mode: Any,
     scatter_mode = GatherScatterMode.from_any(mode)
     x = arr if _is_traced_or_array(arr) else asarray_internal(arr)
     aval = aval_of(x)
-    values = _convert_element_type(asarray_internal(values), aval.dtype, aval.weak_type)
+    values = convert_element_type(asarray_internal(values), aval.dtype, aval.weak_type)
     parsed = _parse(x, index, strict=False)
     plan = _plan(parsed)
     values = _broadcast_values(values, plan.out_shape)

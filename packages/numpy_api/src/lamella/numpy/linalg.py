@@ -23,7 +23,6 @@ import numpy as np
 from lamella import lax
 from lamella.core import custom_jvp, jit, stop_gradient
 from lamella.core import dtypes as core_dtypes
-from lamella.core.trace import aval_of
 from lamella.lax import linalg as lax_linalg
 from lamella.numpy import ufuncs
 from lamella.numpy.dtypes import finfo, promote_dtypes, promote_dtypes_inexact
@@ -34,6 +33,7 @@ from lamella.numpy.util import (
     canonicalize_axis,
     check_arraylike,
     concrete_value,
+    dtype_of,
 )
 from lamella.numpy.util import shape as _shape
 
@@ -76,12 +76,8 @@ def _inexact(name: str, *xs: Any) -> list[Any]:
 
 
 
-def _dtype(x: Any) -> np.dtype:
-    return np.dtype(aval_of(x).dtype)
-
-
 def _is_complex(x: Any) -> bool:
-    return _dtype(x).kind == "c"
+    return dtype_of(x).kind == "c"
 
 
 def _real_dtype(dtype: np.dtype) -> np.dtype:
@@ -101,7 +97,7 @@ def _check_matrix(name: str, x: Any, square: bool = False) -> None:
 
 def _const(x: Any, value: Any) -> Any:
     """`value` as a scalar of x's dtype."""
-    return lax.full((), value, _dtype(x))
+    return lax.full((), value, dtype_of(x))
 
 
 def _mT(x: Any) -> Any:
@@ -312,7 +308,7 @@ def diagonal(x: Any, /, *, offset: int = 0) -> Any:
     rows0, cols0 = max(-offset, 0), max(offset, 0)
     d = max(0, min(m - rows0, n - cols0))
     if d == 0:
-        return lax.full((*shape[:-2], 0), 0, _dtype(x))
+        return lax.full((*shape[:-2], 0), 0, dtype_of(x))
     x = lax.slice(x, (0,) * (nd - 2) + (rows0, cols0), (*shape[:-2], rows0 + d, cols0 + d))
     # The diagonal of a d-by-d block is every (d+1)-th element of it flattened.
     flat = lax.reshape(x, (*shape[:-2], d * d))
@@ -328,7 +324,7 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
     """
     diag = diagonal(x, offset=offset)
     if dtype is None:
-        dt = _dtype(diag)
+        dt = dtype_of(diag)
         if dt.kind == "b" or (dt.kind in "iu" and dt.itemsize < np.dtype(np.int32).itemsize):
             dtype = core_dtypes.canonicalize_dtype(np.dtype(np.uint64 if dt.kind == "u"
                                                             else np.int64))
@@ -426,7 +422,7 @@ def _vector_norm(x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any
     if _is_ord(ord, -np.inf):
         return _reduce(lax.reduce_min, absx, axes, keepdims)
     if _is_ord(ord, 0):
-        nonzero = lax.convert_element_type(lax.ne(x, _const(x, 0)), _dtype(absx))
+        nonzero = lax.convert_element_type(lax.ne(x, _const(x, 0)), dtype_of(absx))
         return _reduce(lax.reduce_sum, nonzero, axes, keepdims)
     if _is_ord(ord, 1):
         return _reduce(lax.reduce_sum, absx, axes, keepdims)
@@ -530,7 +526,7 @@ def _permutation_matrix(permutation: Any, dtype: Any) -> Any:
 
 def _lu_solve(lu: Any, permutation: Any, b: Any, transpose: bool) -> Any:
     """Solves a x = b (or a^T x = b) for (..., n, k) b, from p a = l u."""
-    p = _permutation_matrix(permutation, _dtype(lu))
+    p = _permutation_matrix(permutation, dtype_of(lu))
     if not transpose:
         x = _mm(p, b)
         x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
@@ -587,7 +583,7 @@ def inv(a: Any) -> Any:
     a, = _inexact("inv", a)
     _check_matrix("inv", a, square=True)
     shape = _shape(a)
-    return _solve_matrices(a, _broadcast_to(_eye(shape[-1], _dtype(a)), shape))
+    return _solve_matrices(a, _broadcast_to(_eye(shape[-1], dtype_of(a)), shape))
 
 
 @jit
@@ -598,7 +594,7 @@ def _lu_sign_and_diagonal(a: Any) -> tuple[Any, Any, Any, Any]:
     swaps = lax.ne(pivots, lax.broadcasted_iota(np.int32, shape, len(shape) - 1))
     parity = lax.rem(lax.reduce_sum(lax.convert_element_type(swaps, np.int32),
                                     (len(shape) - 1,)), lax.full((), 2, np.int32))
-    sign = lax.convert_element_type(1 - 2 * parity, _dtype(a))
+    sign = lax.convert_element_type(1 - 2 * parity, dtype_of(a))
     return lu, permutation, sign, diagonal(lu)
 
 
@@ -635,7 +631,7 @@ def _cofactor_solve(a: Any, b: Any) -> tuple[Any, Any]:
     zeros = lax.full_like(b, 0)
     # Masking b before the solves (and not only their result) keeps the infinities
     # of a singular u out of the reverse pass, which runs the solves backwards.
-    x = _mm(_permutation_matrix(permutation, _dtype(a)), lax.select(rank_deficient, zeros, b))
+    x = _mm(_permutation_matrix(permutation, dtype_of(a)), lax.select(rank_deficient, zeros, b))
     x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
     rows = lax.broadcasted_iota(np.int32, _shape(x), nd - 1)
     scale = lax.broadcast_in_dim(det_, _shape(x), tuple(range(nd - 1)))
@@ -669,7 +665,7 @@ def det(a: Any) -> Any:
     _check_matrix("det", a, square=True)
     shape = _shape(a)
     if shape[-1] == 0:
-        return lax.full(shape[:-2], 1, _dtype(a))
+        return lax.full(shape[:-2], 1, dtype_of(a))
     return _det(a)
 
 
@@ -678,7 +674,7 @@ def _slogdet_from(diag: Any, sign: Any) -> tuple[Any, Any]:
     absdiag = lax.abs(diag)
     logdet = lax.reduce_sum(lax.log(absdiag), (last,))
     if _is_complex(diag):
-        unit = diag / lax.convert_element_type(absdiag, _dtype(diag))
+        unit = diag / lax.convert_element_type(absdiag, dtype_of(diag))
         sign = sign * lax.reduce_prod(unit, (last,))
     else:
         sign = sign * lax.reduce_prod(lax.sign(diag), (last,))
@@ -735,8 +731,8 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
         raise ValueError(f"slogdet: unknown method {method!r}; expected 'lu' or 'qr'")
     shape = _shape(a)
     if shape[-1] == 0:
-        return SlogdetResult(lax.full(shape[:-2], 1, _dtype(a)),
-                             lax.full(shape[:-2], 0, _real_dtype(_dtype(a))))
+        return SlogdetResult(lax.full(shape[:-2], 1, dtype_of(a)),
+                             lax.full(shape[:-2], 0, _real_dtype(dtype_of(a))))
     sign, logdet = (_slogdet_qr if method == "qr" else _slogdet_lu)(a)
     return SlogdetResult(sign, logdet)
 
@@ -758,7 +754,7 @@ def matrix_power(a: Any, n: int) -> Any:
         raise TypeError(f"matrix_power: exponent must be an integer, got {n!r}") from None
     shape = _shape(a)
     if n == 0:
-        return _broadcast_to(_eye(shape[-1], _dtype(a)), shape)
+        return _broadcast_to(_eye(shape[-1], dtype_of(a)), shape)
     if n < 0:
         a, n = inv(a), -n
     result = None
@@ -818,7 +814,7 @@ def _householder_qr(a: Any) -> tuple[Any, Any]:
     shape = _shape(a)
     nd, (m, n) = len(shape), shape[-2:]
     k = min(m, n)
-    rdtype = _real_dtype(_dtype(a))
+    rdtype = _real_dtype(dtype_of(a))
     rows = lax.broadcasted_iota(np.int32, shape, nd - 2)
     cols = lax.broadcasted_iota(np.int32, shape, nd - 1)
     taus = []
@@ -833,7 +829,7 @@ def _householder_qr(a: Any) -> tuple[Any, Any]:
         trivial = lax.eq(xnorm2 + abs_alpha2 - re_alpha * re_alpha, lax.full((), 0, rdtype))
         norm_ = lax.sqrt(abs_alpha2 + xnorm2)
         beta = lax.select(lax.ge(re_alpha, lax.full((), 0, rdtype)), lax.neg(norm_), norm_)
-        beta_c = lax.convert_element_type(beta, _dtype(a))
+        beta_c = lax.convert_element_type(beta, dtype_of(a))
         safe_beta = lax.select(trivial, lax.full_like(beta_c, 1), beta_c)
         safe_denom = lax.select(trivial, lax.full_like(alpha, 1), alpha - beta_c)
         tau = lax.select(trivial, lax.full_like(alpha, 0), (beta_c - alpha) / safe_beta)
@@ -843,7 +839,7 @@ def _householder_qr(a: Any) -> tuple[Any, Any]:
                                                                         nd - 2)
         # v is 0 above row j, 1 at it and the scaled column below it.
         v = lax.select(lax.gt(position, jj), v,
-                       lax.convert_element_type(lax.eq(position, jj), _dtype(a)))
+                       lax.convert_element_type(lax.eq(position, jj), dtype_of(a)))
         # Apply H^H = I - conj(tau) v v^H to the trailing columns.
         vc = lax.expand_dims(v, (nd - 1,))
         w = _mm(_H(vc), a)
@@ -858,7 +854,7 @@ def _householder_qr(a: Any) -> tuple[Any, Any]:
                        lax.select(at_col & lax.gt(rows, jj), vfull,
                                   lax.select(at_col & lax.eq(rows, jj), newfull, a)))
         taus.append(lax.expand_dims(tau, (nd - 2,)))
-    tau = lax.concatenate(taus, nd - 2) if taus else lax.full((*shape[:-2], 0), 0, _dtype(a))
+    tau = lax.concatenate(taus, nd - 2) if taus else lax.full((*shape[:-2], 0), 0, dtype_of(a))
     return a, tau
 
 
@@ -867,7 +863,7 @@ def _svd_hermitian(a: Any, compute_uv: bool) -> Any:
     s = lax.abs(w)
     if not compute_uv:
         return _sort_desc(s)[0]
-    signs = lax.convert_element_type(lax.sign(w), _dtype(a))
+    signs = lax.convert_element_type(lax.sign(w), dtype_of(a))
     vh_rows = v * lax.expand_dims(signs, (len(_shape(signs)) - 1,))
     s, u, vs = _sort_desc(s, v, vh_rows)
     return SVDResult(u, s, _H(vs))
@@ -958,7 +954,7 @@ def eigvals(a: Any) -> Any:
 
 def _default_rtol(a: Any) -> float:
     m, n = _shape(a)[-2:]
-    return 10.0 * max(m, n) * float(finfo(_real_dtype(_dtype(a))).eps)
+    return 10.0 * max(m, n) * float(finfo(_real_dtype(dtype_of(a))).eps)
 
 
 @functools.partial(custom_jvp, nondiff_argnums=(1, 2))
@@ -966,11 +962,11 @@ def _pinv(a: Any, rtol: Any, hermitian: bool) -> Any:
     u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
     last = len(_shape(s)) - 1
     cutoff = lax.expand_dims(lax.reduce_max(s, (last,)), (last,)) * \
-        lax.convert_element_type(rtol, _dtype(s))
+        lax.convert_element_type(rtol, dtype_of(s))
     keep = lax.gt(s, cutoff)
     s_inv = lax.select(keep, lax.div(_const(s, 1), lax.select(keep, s, lax.full_like(s, 1))),
                        lax.full_like(s, 0))
-    s_inv = lax.convert_element_type(s_inv, _dtype(a))
+    s_inv = lax.convert_element_type(s_inv, dtype_of(a))
     return _mm(_H(vh) * lax.expand_dims(s_inv, (last,)), _H(u))
 
 
@@ -982,8 +978,8 @@ def _pinv_jvp(rtol, hermitian, primals, tangents):
     p = _pinv(a, rtol, hermitian)
     m, n = _shape(a)[-2:]
     dp = -_mm(_mm(p, da), p)
-    dp = dp + _mm(_mm(_mm(p, _H(p)), _H(da)), _eye(m, _dtype(a)) - _mm(a, p))
-    dp = dp + _mm(_mm(_eye(n, _dtype(a)) - _mm(p, a), _H(da)), _mm(_H(p), p))
+    dp = dp + _mm(_mm(_mm(p, _H(p)), _H(da)), _eye(m, dtype_of(a)) - _mm(a, p))
+    dp = dp + _mm(_mm(_eye(n, dtype_of(a)) - _mm(p, a), _H(da)), _mm(_H(p), p))
     return p, dp
 
 
@@ -1004,10 +1000,10 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None
         rtol = rcond
     m, n = _shape(a)[-2:]
     if m == 0 or n == 0:
-        return lax.full((*_shape(a)[:-2], n, m), 0, _dtype(a))
+        return lax.full((*_shape(a)[:-2], n, m), 0, dtype_of(a))
     if rtol is None:
         rtol = _default_rtol(a)
-    rtol = lax.convert_element_type(asarray_internal(rtol), _real_dtype(_dtype(a)))
+    rtol = lax.convert_element_type(asarray_internal(rtol), _real_dtype(dtype_of(a)))
     return _pinv(a, rtol, bool(hermitian))
 
 
@@ -1036,12 +1032,12 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tu
     if vector:
         b = lax.expand_dims(b, (1,))
     m, n = sa
-    rdtype = _real_dtype(_dtype(a))
+    rdtype = _real_dtype(dtype_of(a))
     int_dtype = core_dtypes.canonicalize_dtype(np.dtype(np.int64))
     if m == 0 or n == 0:
         s = lax.full((0,), 0, rdtype)
         rank = lax.full((), 0, int_dtype)
-        x = lax.full((n, _shape(b)[1]), 0, _dtype(a))
+        x = lax.full((n, _shape(b)[1]), 0, dtype_of(a))
     else:
         eps = float(finfo(rdtype).eps)
         if rcond is None:
@@ -1055,7 +1051,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tu
         rank = lax.reduce_sum(lax.convert_element_type(keep, int_dtype), (0,))
         safe = lax.select(keep, s, lax.full_like(s, 1))
         s_inv = lax.select(keep, lax.div(lax.full_like(s, 1), safe), lax.full_like(s, 0))
-        s_inv = lax.expand_dims(lax.convert_element_type(s_inv, _dtype(a)), (1,))
+        s_inv = lax.expand_dims(lax.convert_element_type(s_inv, dtype_of(a)), (1,))
         x = _mm(_H(vt), s_inv * _mm(_H(u), b))
     if numpy_resid and (int(concrete_value(rank, "lstsq's rank with numpy_resid=True")) < n
                         or m <= n):
@@ -1083,15 +1079,15 @@ def matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None) -> Any:
     s = svd(M, full_matrices=False, compute_uv=False)
     last = len(_shape(s)) - 1
     smax = lax.reduce_max(s, (last,)) if _shape(s)[-1] else lax.full(_shape(s)[:-1], 0,
-                                                                       _dtype(s))
+                                                                       dtype_of(s))
     if tol is not None:
-        threshold = lax.convert_element_type(asarray_internal(tol), _dtype(s))
+        threshold = lax.convert_element_type(asarray_internal(tol), dtype_of(s))
         threshold = _broadcast_to(threshold, _shape(smax)) if _shape(threshold) else \
             lax.broadcast_in_dim(threshold, _shape(smax), ())
     else:
         if rtol is None:
-            rtol = max(_shape(M)[-2:]) * float(finfo(_dtype(s)).eps)
-        threshold = smax * lax.convert_element_type(asarray_internal(rtol), _dtype(s))
+            rtol = max(_shape(M)[-2:]) * float(finfo(dtype_of(s)).eps)
+        threshold = smax * lax.convert_element_type(asarray_internal(rtol), dtype_of(s))
     above = lax.gt(s, lax.expand_dims(threshold, (last,)))
     int_dtype = core_dtypes.canonicalize_dtype(np.dtype(np.int64))
     return lax.reduce_sum(lax.convert_element_type(above, int_dtype), (last,))

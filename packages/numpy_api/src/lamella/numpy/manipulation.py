@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 from lamella import lax
-from lamella.core import dtypes as core_dtypes
 from lamella.core import vmap
 from lamella.core.errors import ConcretizationTypeError
 from lamella.core.trace import aval_of
@@ -32,6 +31,7 @@ from lamella.numpy import util
 from lamella.numpy.dtypes import promote_dtypes
 from lamella.numpy.ufuncs import _broadcast_shapes
 from lamella.numpy.util import checked_array as _array
+from lamella.numpy.util import default_float_dtype, dtype_of
 from lamella.numpy.util import shape as _shape
 
 __all__ = [
@@ -49,10 +49,6 @@ __all__ = [
 
 def _ndim(x: Any) -> int:
     return len(aval_of(x).shape)
-
-
-def _dtype(x: Any) -> np.dtype:
-    return aval_of(x).dtype
 
 
 def _static_int(x: Any, context: str) -> int:
@@ -725,7 +721,7 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
 
 def _repeat_traced(a: Any, repeats: Any, axis: int, total: int) -> Any:
     n = _shape(a)[axis]
-    if _dtype(repeats).kind not in "iu" or _ndim(repeats) > 1:
+    if dtype_of(repeats).kind not in "iu" or _ndim(repeats) > 1:
         raise TypeError(f"repeat: repeats must be integers, got {aval_of(repeats)}")
     repeats = _broadcast_static(lax.convert_element_type(repeats, np.int32), (n,))
     ends = lax.cumsum(repeats, 0)
@@ -752,7 +748,7 @@ def resize(a: Any, new_shape: int | Sequence[int]) -> Any:
     flat = _reshape(a, (-1,))
     size, new_size = _shape(flat)[0], math.prod(new_shape)
     if size == 0 or new_size == 0:
-        return lax.full(new_shape, 0, _dtype(a))
+        return lax.full(new_shape, 0, dtype_of(a))
     flat = tile(flat, -(-new_size // size))
     return lax.reshape(lax.slice_in_dim(flat, 0, new_size), new_shape)
 
@@ -833,8 +829,8 @@ def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
                                      lax.slice_in_dim(a, 0, n - s, axis=ax)], ax)
         return a
     shift = util.asarray_internal(shift)
-    if _dtype(shift).kind not in "iu":
-        raise TypeError(f"roll: shift must be an integer, got dtype {_dtype(shift)}")
+    if dtype_of(shift).kind not in "iu":
+        raise TypeError(f"roll: shift must be an integer, got dtype {dtype_of(shift)}")
     shift = _broadcast_static(shift, (count,))
     for k, ax in enumerate(axes):
         n = _shape(a)[ax]
@@ -960,7 +956,7 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
             raise TypeError(f"insert: obj must be an integer, a slice or a 1-D sequence of "
                             f"integers, got {obj!r}")
     _check_bounds(indices, n, axis, n)
-    v = util.asarray_internal(values, _dtype(a))
+    v = util.asarray_internal(values, dtype_of(a))
     v = lax.reshape(v, (1,) * (_ndim(a) - _ndim(v)) + _shape(v))
     if indices.size == 1:
         if indices.ndim == 0:
@@ -1030,7 +1026,7 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *,
 
 def _delete_traced(a: Any, obj: Any, axis: int) -> Any:
     n = _shape(a)[axis]
-    if _dtype(obj).kind not in "iu":
+    if dtype_of(obj).kind not in "iu":
         raise TypeError(f"delete: traced obj must hold integers, got {aval_of(obj)}")
     obj = lax.convert_element_type(_reshape(obj, (-1,)), np.int32)
     m = _shape(obj)[0]
@@ -1071,9 +1067,9 @@ def trim_zeros(filt: Any, trim: str = "fb") -> Any:
 def _conditions(name: str, condlist: Any) -> list[Any]:
     conds = _sequence_of_arrays(name, condlist)
     for i, c in enumerate(conds):
-        if _dtype(c) != np.bool_:
+        if dtype_of(c) != np.bool_:
             raise TypeError(f"{name}: invalid entry {i} in condlist: should be a boolean array, "
-                            f"got dtype {_dtype(c)}")
+                            f"got dtype {dtype_of(c)}")
     return conds
 
 
@@ -1110,8 +1106,8 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
     if out is not None:
         raise NotImplementedError("choose does not support `out` (lamella arrays are immutable)")
     a = _array("choose", a)
-    if _dtype(a).kind not in "biu":
-        raise TypeError(f"choose: the index array must hold integers, got {_dtype(a)}")
+    if dtype_of(a).kind not in "biu":
+        raise TypeError(f"choose: the index array must hold integers, got {dtype_of(a)}")
     choices = _sequence_of_arrays("choose", choices)
     if not choices:
         raise ValueError("choose: choices must not be empty")
@@ -1125,9 +1121,9 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
         if np.any((value < 0) | (value >= n)):
             raise ValueError(f"choose: invalid entry in choice array (indices must be in "
                              f"[0, {n}))")
-    if _dtype(a) == np.bool_:
+    if dtype_of(a) == np.bool_:
         a = lax.convert_element_type(a, np.int32)
-    low, high = np.array(0, _dtype(a)), np.array(n - 1, _dtype(a))
+    low, high = np.array(0, dtype_of(a)), np.array(n - 1, dtype_of(a))
     if mode == "wrap":
         size = lax.full_like(a, n)
         a = lax.rem(a, size)
@@ -1151,13 +1147,13 @@ def piecewise(x: Any, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: 
     Array([ 2.,  7., 30.], dtype=float32)
     """
     x = _array("piecewise", x)
-    shape, dtype = _shape(x), _dtype(x)
+    shape, dtype = _shape(x), dtype_of(x)
     if isinstance(condlist, (list, tuple)):
         conds = _sequence_of_arrays("piecewise", condlist)
     else:
         c = _array("piecewise", condlist)
         conds = [c] if _ndim(c) == len(shape) else list(unstack(c))
-    conds = [c if _dtype(c) == np.bool_ else lax.ne(c, lax.full_like(c, 0)) for c in conds]
+    conds = [c if dtype_of(c) == np.bool_ else lax.ne(c, lax.full_like(c, 0)) for c in conds]
     nc, nf = len(conds), len(funclist)
     if nf == nc + 1:
         funclist = [funclist[-1], *funclist[:-1]]
@@ -1238,7 +1234,7 @@ def _pad_edge(x: Any, axis: int, before: int, after: int) -> Any:
 
 def _odd_reflection(edge: Any, chunk: Any) -> Any:
     """2 * edge - chunk, the point reflection through the edge (bools as NumPy casts)."""
-    dtype = _dtype(chunk)
+    dtype = dtype_of(chunk)
     work = np.dtype(np.int32) if dtype == np.bool_ else dtype
     e = lax.convert_element_type(_broadcast_static(edge, _shape(chunk)), work)
     c = lax.convert_element_type(chunk, work)
@@ -1296,18 +1292,14 @@ def _pad_wrap(x: Any, axis: int, before: int, after: int) -> Any:
     return x
 
 
-def _default_float() -> np.dtype:
-    return core_dtypes.canonicalize_dtype(np.float64)
-
-
 def _ramp_dtype(dtype: np.dtype) -> np.dtype:
-    return dtype if dtype.kind in "fc" else _default_float()
+    return dtype if dtype.kind in "fc" else default_float_dtype()
 
 
 def _ramp(edge: Any, end: Any, width: int, axis: int, reverse: bool) -> Any:
     """NumPy's linspace(end, edge, width, endpoint=False) along `axis` (reversed for the
     right side), computed like NumPy and cast back (integers rounded down)."""
-    dtype = _dtype(edge)
+    dtype = dtype_of(edge)
     edge = lax.convert_element_type(edge, _ramp_dtype(dtype))
     shape = list(_shape(edge))
     shape[axis] = width
@@ -1331,7 +1323,7 @@ def _pad_linear_ramp(x: Any, axis: int, before: int, after: int, ends: tuple[Any
 
 def _stat_dtype(dtype: np.dtype) -> np.dtype:
     if dtype.kind in "biu":
-        return _default_float()
+        return default_float_dtype()
     return np.dtype(np.float32) if dtype.itemsize < 4 and dtype.kind == "f" else dtype
 
 
@@ -1351,14 +1343,14 @@ def _stat_min(x: Any, axis: int) -> Any:
 
 
 def _stat_mean(x: Any, axis: int) -> Any:
-    dtype = _dtype(x)
+    dtype = dtype_of(x)
     work = lax.convert_element_type(x, _stat_dtype(dtype))
     total = lax.reduce_sum(work, (axis,))
     return _from_stat(lax.div(total, lax.full_like(total, _shape(x)[axis])), dtype)
 
 
 def _stat_median(x: Any, axis: int) -> Any:
-    dtype, n = _dtype(x), _shape(x)[axis]
+    dtype, n = dtype_of(x), _shape(x)[axis]
     ordered = lax.convert_element_type(lax.sort(x, axis), _stat_dtype(dtype))
     low = lax.index_in_dim(ordered, (n - 1) // 2, axis, keepdims=False)
     high = lax.index_in_dim(ordered, n // 2, axis, keepdims=False)
@@ -1390,7 +1382,7 @@ def _padded_row(out: Any, row: Any) -> Any:
     if out is None:
         raise TypeError("pad: a callable mode must return the padded vector (lamella arrays "
                         "are immutable, so in-place updates are lost)")
-    out = util.asarray_internal(out, _dtype(row))
+    out = util.asarray_internal(out, dtype_of(row))
     if _shape(out) != _shape(row):
         raise ValueError(f"pad: the callable mode returned shape {_shape(out)}, expected "
                          f"{_shape(row)}")
@@ -1399,7 +1391,7 @@ def _padded_row(out: Any, row: Any) -> Any:
 
 def _pad_callable(x: Any, widths: list[tuple[int, int]], func: Callable, kwargs: dict) -> Any:
     # As in JAX: zero padding, then `func` on every 1-D line along each axis in turn.
-    x = lax.pad(x, lax.full((), 0, _dtype(x)), [(lo, hi, 0) for lo, hi in widths])
+    x = lax.pad(x, lax.full((), 0, dtype_of(x)), [(lo, hi, 0) for lo, hi in widths])
     if math.prod(_shape(x)) == 0:
         return x
     for axis, width in enumerate(widths):
@@ -1427,7 +1419,7 @@ def pad(array: Any, pad_width: Any, mode: str | Callable = "constant", **kwargs:
     Array([2., 3., 1., 2., 3., 1., 2.], dtype=float32)
     """
     x = _array("pad", array)
-    rank, dtype = _ndim(x), _dtype(x)
+    rank, dtype = _ndim(x), dtype_of(x)
     widths = _int_pairs(pad_width, rank, "pad_width")
     if callable(mode):
         return _pad_callable(x, widths, mode, kwargs)

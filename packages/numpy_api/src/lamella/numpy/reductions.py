@@ -33,6 +33,8 @@ from lamella.numpy.util import (
     canonicalize_axes,
     canonicalize_axis,
     check_arraylike,
+    default_float_dtype,
+    default_int_dtype,
     eager_jit,
 )
 from lamella.numpy.util import checked_array as _asarray
@@ -59,18 +61,10 @@ def _canonical(dtype: Any) -> np.dtype:
     return core_dtypes.canonicalize_dtype(np.dtype(dtype))
 
 
-def _default_int() -> np.dtype:
-    return _canonical(np.int64)
-
-
-def _default_float() -> np.dtype:
-    return _canonical(np.float64)
-
-
 def _promote_integer(dtype: np.dtype) -> np.dtype:
     # NumPy widens to 64 bits; JAX (and lamella) to the default integer width.
     if dtype.kind == "b":
-        return _default_int()
+        return default_int_dtype()
     if dtype.kind in "iu":
         default = _canonical(np.int64 if dtype.kind == "i" else np.uint64)
         return default if dtype.itemsize < default.itemsize else dtype
@@ -78,7 +72,7 @@ def _promote_integer(dtype: np.dtype) -> np.dtype:
 
 
 def _to_inexact(dtype: np.dtype) -> np.dtype:
-    return dtype if dtype.kind in "fc" or dtype.name == "bfloat16" else _default_float()
+    return dtype if dtype.kind in "fc" or dtype.name == "bfloat16" else default_float_dtype()
 
 
 def _upcast_f16(dtype: np.dtype) -> np.dtype:
@@ -203,7 +197,7 @@ def _reduction(name: str, monoid: _Monoid, a: Any, axis: Any, dtype: Any, out: A
                              f"{_UFUNC_NAMES.get(name, name)} which has no identity")
     in_dtype = aval_of(a).dtype
     if to_numeric and in_dtype == np.bool_:
-        in_dtype = _default_int()
+        in_dtype = default_int_dtype()
     if dtype is not None:
         result_dtype = _canonical(dtype)
     else:
@@ -333,7 +327,7 @@ def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     Array([1, 2], dtype=int32)
     """
     check_arraylike("count_nonzero", a)
-    return sum(_truth(a), axis, dtype=_default_int(), keepdims=keepdims)
+    return sum(_truth(a), axis, dtype=default_int_dtype(), keepdims=keepdims)
 
 
 # --- means and variances ---------------------------------------------------------------
@@ -377,7 +371,7 @@ def _var_dtypes(name: str, a_dtype: np.dtype, dtype: Any) -> tuple[np.dtype, np.
         return _upcast_f16(dtype), dtype
     if a_dtype.kind in "fc" or a_dtype.name == "bfloat16":
         return _upcast_f16(a_dtype), _real_dtype(a_dtype)
-    return _default_float(), _default_float()
+    return default_float_dtype(), default_float_dtype()
 
 
 def _correction(name: str, ddof: Any, correction: Any) -> Any:
@@ -582,7 +576,7 @@ def _arg_extremum(name: str, lax_fn: Callable, a: Any, axis: Any, out: Any,
         keep_axes = (reduced,)
     if _shape(a)[reduced] == 0:
         raise ValueError(f"attempt to get {name} of an empty sequence")
-    result = lax_fn(a, reduced, _default_int())
+    result = lax_fn(a, reduced, default_int_dtype())
     return lax.expand_dims(result, keep_axes) if keepdims else result
 
 

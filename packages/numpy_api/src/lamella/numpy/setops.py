@@ -34,7 +34,6 @@ from lamella.numpy.sorting import (
     _full,
     _int_dtype,
     _moveaxis,
-    _ravel,
     _shape,
     _static_size,
     _take_rows,
@@ -47,6 +46,7 @@ from lamella.numpy.util import (
     check_arraylike,
     concrete_int,
     concrete_value,
+    flatten_1d,
     ndim,
 )
 
@@ -190,7 +190,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
         size = _static_size(size, "unique")
     in_shape = _shape(arr)
     if axis is None:
-        arr, axis_int = _ravel(arr), 0
+        arr, axis_int = flatten_1d(arr), 0
     else:
         axis_int = canonicalize_axis(axis, len(in_shape), "unique: axis")
     out = _unique(arr, axis_int, return_index, return_inverse, return_counts, equal_nan, size,
@@ -292,7 +292,7 @@ def _finish(values: Any, count: Any, size: int | None, fill_value: Any) -> Any:
 def _isin_flat(elements: Any, tests: Any, method: str) -> Any:
     """For each element, whether it equals one of `tests` (flattened); NaN never does."""
     elements, tests = promote_dtypes(elements, tests)
-    tests = _ravel(tests)
+    tests = flatten_1d(tests)
     shape, m = _shape(elements), _shape(tests)[0]
     if m == 0:
         return _full(shape, False, np.bool_)
@@ -329,7 +329,7 @@ def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = No
     Array([1, 2, 3], dtype=int32)
     """
     check_arraylike("union1d", ar1, ar2)
-    a1, a2 = (_ravel(a) for a in promote_dtypes(ar1, ar2))
+    a1, a2 = (flatten_1d(a) for a in promote_dtypes(ar1, ar2))
     size = _concrete_pair("union1d", size, a1, a2)
     return unique(lax.concatenate([a1, a2], 0), size=size, fill_value=fill_value)
 
@@ -346,7 +346,7 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices:
     (Array([3, 4], dtype=int32), Array([2, 0], dtype=int32), Array([0, 1], dtype=int32))
     """
     check_arraylike("intersect1d", ar1, ar2)
-    a1, a2 = (_ravel(a) for a in promote_dtypes(ar1, ar2))
+    a1, a2 = (flatten_1d(a) for a in promote_dtypes(ar1, ar2))
     size = _concrete_pair("intersect1d", size, a1, a2)
     n1, n2, dt = _shape(a1)[0], _shape(a2)[0], _int_dtype()
     if n1 == 0 or n2 == 0:
@@ -378,7 +378,7 @@ def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | No
     Array([1, 5], dtype=int32)
     """
     check_arraylike("setdiff1d", ar1, ar2)
-    a1, a2 = _ravel(asarray_internal(ar1)), _ravel(asarray_internal(ar2))
+    a1, a2 = flatten_1d(asarray_internal(ar1)), flatten_1d(asarray_internal(ar2))
     size = _concrete_pair("setdiff1d", size, a1)
     dtype = aval_of(a1).dtype
     fill = 0 if fill_value is None else fill_value
@@ -403,7 +403,7 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | Non
     Array([1, 2, 4], dtype=int32)
     """
     check_arraylike("setxor1d", ar1, ar2)
-    a1, a2 = (_ravel(a) for a in promote_dtypes(ar1, ar2))
+    a1, a2 = (flatten_1d(a) for a in promote_dtypes(ar1, ar2))
     size = _concrete_pair("setxor1d", size, a1, a2)
     parts, masks = [], []
     for mine, other in ((a1, a2), (a2, a1)):
@@ -504,7 +504,7 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None,  # noqa: A002
         raise ValueError(f"histogram_bin_edges: bins must be a positive integer, got {count}")
     if range is None:
         if not _shape(arr) or math.prod(_shape(arr)):
-            flat = lax.convert_element_type(_ravel(arr), dtype)
+            flat = lax.convert_element_type(flatten_1d(arr), dtype)
             low, high = lax.reduce_min(flat, (0,)), lax.reduce_max(flat, (0,))
         else:
             low, high = _full((), 0, dtype), _full((), 1, dtype)
@@ -563,7 +563,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,  #
         if _shape(arr) != _shape(w):
             raise ValueError(f"histogram: weights must have the shape of a, got weights of "
                              f"shape {_shape(w)} and a of shape {_shape(arr)}")
-    arr, w = _ravel(arr), _ravel(w)
+    arr, w = flatten_1d(arr), flatten_1d(w)
     edges = histogram_bin_edges(arr, bins, range)
     n = _shape(edges)[0]
     hist = _scatter_add(_full((n + 1,), 0, aval_of(w).dtype), _bin_index(arr, edges), w)

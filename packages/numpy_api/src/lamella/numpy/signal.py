@@ -9,7 +9,6 @@ Array([0. , 1. , 2.5, 4. , 1.5], dtype=float32)
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +24,7 @@ from lamella.numpy.util import (
     canonicalize_axis,
     check_arraylike,
     concrete_int,
+    flatten_1d,
 )
 from lamella.numpy.util import shape as _shape
 
@@ -46,10 +46,6 @@ def _moveaxis(x: Any, source: int, destination: int) -> Any:
 
 def _slice(x: Any, start: int | None, stop: int | None, axis: int) -> Any:
     return lax.slice_in_dim(x, *slice(start, stop).indices(_shape(x)[axis])[:2], axis=axis)
-
-
-def _ravel(x: Any) -> Any:
-    return lax.reshape(x, (math.prod(_shape(x)),))
 
 
 def _at(x: Any, index: int) -> Any:
@@ -269,7 +265,7 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     Array([-1,  1,  2,  4], dtype=int32)
     """
     check_arraylike("ediff1d", ary)
-    arr = _ravel(asarray_internal(ary))
+    arr = flatten_1d(asarray_internal(ary))
     dtype = aval_of(arr).dtype
     if dtype == np.bool_:
         raise TypeError("ediff1d: boolean subtraction is not supported; convert the input "
@@ -278,7 +274,7 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     for name, extra in (("to_begin", to_begin), ("to_end", to_end)):
         if extra is not None:
             check_arraylike("ediff1d", extra)
-            extra = _ravel(asarray_internal(extra, dtype))
+            extra = flatten_1d(asarray_internal(extra, dtype))
             parts = [extra, *parts] if name == "to_begin" else [*parts, extra]
     return parts[0] if len(parts) == 1 else lax.concatenate(parts, 0)
 

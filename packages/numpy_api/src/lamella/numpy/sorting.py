@@ -33,6 +33,7 @@ from lamella.numpy.util import (
     check_arraylike,
     concrete_int,
     concrete_value,
+    flatten_1d,
 )
 from lamella.numpy.util import checked_array as _array
 from lamella.numpy.util import shape as _shape
@@ -52,10 +53,6 @@ def _int_dtype() -> np.dtype:
 
 
 
-def _ravel(x: Any) -> Any:
-    return lax.reshape(x, (math.prod(_shape(x)),))
-
-
 def _moveaxis(x: Any, source: int, destination: int) -> Any:
     perm = [i for i in range(len(_shape(x))) if i != source]
     perm.insert(destination, source)
@@ -64,7 +61,7 @@ def _moveaxis(x: Any, source: int, destination: int) -> Any:
 
 def _axis_or_flat(x: Any, axis: Any, name: str) -> tuple[Any, int]:
     if axis is None:
-        return _ravel(x), 0
+        return flatten_1d(x), 0
     return x, canonicalize_axis(axis, len(_shape(x)), f"{name}: axis")
 
 
@@ -359,7 +356,7 @@ def _search_sort(a: Any, v: Any, side: str) -> Any:
     # elements of `a` before it (ties broken by which comes first) plus the queries
     # before it; subtracting the latter leaves the insertion point.
     n, shape = _shape(a)[0], _shape(v)
-    queries = _ravel(v)
+    queries = flatten_1d(v)
     m = _shape(queries)[0]
     if side == "left":
         ranks = lax.slice(_rank(lax.concatenate([queries, a], 0)), (0,), (m,))
@@ -408,7 +405,7 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     if not shape:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
                          "atleast_1d(scalar).nonzero() instead.")
-    mask = _ravel(_truth(arr))
+    mask = flatten_1d(_truth(arr))
     if size is None:
         size = int(np.count_nonzero(_concrete(mask, "nonzero")))
     else:
@@ -440,7 +437,7 @@ def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> A
     Array([1, 2], dtype=int32)
     """
     arr = _array("flatnonzero", a)
-    return nonzero(_ravel(arr), size=size, fill_value=fill_value)[0]
+    return nonzero(flatten_1d(arr), size=size, fill_value=fill_value)[0]
 
 
 def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
@@ -500,7 +497,7 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
     if len(_shape(cond)) != 1:
         raise ValueError(f"compress: condition must be a 1-D array, got shape {_shape(cond)}")
     if axis is None:
-        arr, axis = _ravel(arr), 0
+        arr, axis = flatten_1d(arr), 0
     else:
         axis = canonicalize_axis(axis, len(_shape(arr)), "compress: axis")
         arr = _moveaxis(arr, axis, 0)
@@ -537,6 +534,6 @@ def extract(condition: Any, arr: Any, *, size: int | None = None, fill_value: An
     Array([1., 4.], dtype=float32)
     """
     check_arraylike("extract", condition, arr)
-    return compress(_ravel(asarray_internal(condition)), _ravel(asarray_internal(arr)),
+    return compress(flatten_1d(asarray_internal(condition)), flatten_1d(asarray_internal(arr)),
                     size=size, fill_value=fill_value)
 

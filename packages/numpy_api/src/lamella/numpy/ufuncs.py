@@ -33,6 +33,7 @@ from lamella.numpy.dtypes import (
     promote_dtypes_inexact,
     promote_dtypes_numeric,
 )
+from lamella.numpy.util import dtype_of
 
 __all__ = [
     "abs", "absolute", "add", "allclose", "angle", "arccos", "arccosh", "arcsin", "arcsinh",
@@ -127,16 +128,12 @@ def _broadcast(name: str, *args: Any) -> list[Any]:
     return [_broadcast_to(x, shape) for x in args]
 
 
-def _dt(x: Any) -> np.dtype:
-    return aval_of(x).dtype
-
-
 def _is_int(x: Any) -> bool:
-    return _dt(x).kind in "iu"
+    return dtype_of(x).kind in "iu"
 
 
 def _is_complex(x: Any) -> bool:
-    return _dt(x).kind == "c"
+    return dtype_of(x).kind == "c"
 
 
 def _const(x: Any, value: Any, dtype: Any = None) -> Any:
@@ -146,12 +143,12 @@ def _const(x: Any, value: Any, dtype: Any = None) -> Any:
 
 def _require_real(name: str, x: Any) -> None:
     if _is_complex(x):
-        raise TypeError(f"{name} is not defined for complex inputs (got {_dt(x)})")
+        raise TypeError(f"{name} is not defined for complex inputs (got {dtype_of(x)})")
 
 
 def _require_integral(name: str, x: Any) -> None:
-    if _dt(x).kind not in "biu":
-        raise TypeError(f"{name} requires integer or boolean inputs, got {_dt(x)}")
+    if dtype_of(x).kind not in "biu":
+        raise TypeError(f"{name} requires integer or boolean inputs, got {dtype_of(x)}")
 
 
 def _unary(name: str, fn: Callable[[Any], Any], kind: str, doc: str) -> Callable[[Any], Any]:
@@ -171,13 +168,13 @@ def add(x1: Any, x2: Any, /) -> Any:
     Array([4, 5], dtype=int32)
     """
     x1, x2 = _promote_and_broadcast("add", x1, x2)
-    return lax.bitwise_or(x1, x2) if _dt(x1) == np.bool_ else lax.add(x1, x2)
+    return lax.bitwise_or(x1, x2) if dtype_of(x1) == np.bool_ else lax.add(x1, x2)
 
 
 def subtract(x1: Any, x2: Any, /) -> Any:
     """Elementwise x1 - x2."""
     x1, x2 = _promote_and_broadcast("subtract", x1, x2)
-    if _dt(x1) == np.bool_:
+    if dtype_of(x1) == np.bool_:
         raise TypeError("subtract is not defined for booleans; use logical_xor")
     return lax.sub(x1, x2)
 
@@ -185,7 +182,7 @@ def subtract(x1: Any, x2: Any, /) -> Any:
 def multiply(x1: Any, x2: Any, /) -> Any:
     """Elementwise x1 * x2 (logical and for bools)."""
     x1, x2 = _promote_and_broadcast("multiply", x1, x2)
-    return lax.bitwise_and(x1, x2) if _dt(x1) == np.bool_ else lax.mul(x1, x2)
+    return lax.bitwise_and(x1, x2) if dtype_of(x1) == np.bool_ else lax.mul(x1, x2)
 
 
 def true_divide(x1: Any, x2: Any, /) -> Any:
@@ -205,7 +202,7 @@ def _int_floor_divide(x1: Any, x2: Any) -> Any:
     # lax.div truncates toward zero; step down where the signs differ and the
     # division was inexact to get NumPy's floor.
     quotient = lax.div(x1, x2)
-    if _dt(x1).kind == "u":
+    if dtype_of(x1).kind == "u":
         return quotient
     zero = _const(x1, 0)
     differ = lax.ne(lax.lt(x1, zero), lax.lt(x2, zero))
@@ -241,7 +238,7 @@ def floor_divide(x1: Any, x2: Any, /) -> Any:
 
 def _int_remainder(x1: Any, x2: Any) -> Any:
     mod = lax.rem(x1, x2)
-    if _dt(x1).kind == "u":
+    if dtype_of(x1).kind == "u":
         return mod
     zero = _const(x1, 0)
     fix = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(x2, zero), lax.lt(mod, zero)))
@@ -334,7 +331,7 @@ def float_power(x1: Any, x2: Any, /) -> Any:
 def negative(x: Any, /) -> Any:
     """Elementwise -x."""
     (x,) = _promote_and_broadcast("negative", x)
-    if _dt(x) == np.bool_:
+    if dtype_of(x) == np.bool_:
         raise TypeError("negative is not defined for booleans; use logical_not")
     return lax.neg(x)
 
@@ -352,7 +349,7 @@ def absolute(x: Any, /) -> Any:
     Array([5.], dtype=float32)
     """
     (x,) = _promote_and_broadcast("absolute", x)
-    return x if _dt(x).kind in "bu" else lax.abs(x)
+    return x if dtype_of(x).kind in "bu" else lax.abs(x)
 
 
 abs = absolute
@@ -365,10 +362,10 @@ def sign(x: Any, /) -> Any:
         magnitude = lax.abs(x)
         is_zero = lax.eq(magnitude, _const(magnitude, 0))
         safe = lax.select(is_zero, _const(magnitude, 1), magnitude)
-        quotient = lax.div(x, lax.convert_element_type(safe, _dt(x)))
+        quotient = lax.div(x, lax.convert_element_type(safe, dtype_of(x)))
         return lax.select(is_zero, _const(x, 0), quotient)
-    if _dt(x).kind in "bu":
-        return lax.convert_element_type(lax.ne(x, _const(x, 0)), _dt(x))
+    if dtype_of(x).kind in "bu":
+        return lax.convert_element_type(lax.ne(x, _const(x, 0)), dtype_of(x))
     return lax.sign(x)
 
 
@@ -550,21 +547,21 @@ def floor(x: Any, /) -> Any:
     """Elementwise floor; integers and bools are returned unchanged."""
     (x,) = _promote_and_broadcast("floor", x)
     _require_real("floor", x)
-    return x if _dt(x).kind in "biu" else lax.floor(x)
+    return x if dtype_of(x).kind in "biu" else lax.floor(x)
 
 
 def ceil(x: Any, /) -> Any:
     """Elementwise ceiling; integers and bools are returned unchanged."""
     (x,) = _promote_and_broadcast("ceil", x)
     _require_real("ceil", x)
-    return x if _dt(x).kind in "biu" else lax.ceil(x)
+    return x if dtype_of(x).kind in "biu" else lax.ceil(x)
 
 
 def trunc(x: Any, /) -> Any:
     """Elementwise rounding toward zero; integers and bools are returned unchanged."""
     (x,) = _promote_and_broadcast("trunc", x)
     _require_real("trunc", x)
-    if _dt(x).kind in "biu":
+    if dtype_of(x).kind in "biu":
         return x
     return lax.select(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
 
@@ -600,7 +597,7 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:  # noqa: A001
                                   "immutable)")
     decimals = operator.index(decimals)
     (a,) = _promote_and_broadcast("round", a, kind="numeric")
-    dtype = _dt(a)
+    dtype = dtype_of(a)
     if dtype.kind in "iu":
         if decimals < 0:
             raise NotImplementedError("round: integer inputs with decimals < 0")
@@ -622,7 +619,7 @@ around = round
 def isnan(x: Any, /) -> Any:
     """Elementwise test for NaN (a complex value is NaN if either part is)."""
     (x,) = _promote_and_broadcast("isnan", x)
-    if _dt(x).kind in "biu":
+    if dtype_of(x).kind in "biu":
         return _const(x, False, np.bool_)
     return _strong(lax.ne(x, x))
 
@@ -630,7 +627,7 @@ def isnan(x: Any, /) -> Any:
 def isinf(x: Any, /) -> Any:
     """Elementwise test for positive or negative infinity."""
     (x,) = _promote_and_broadcast("isinf", x)
-    if _dt(x).kind in "biu":
+    if dtype_of(x).kind in "biu":
         return _const(x, False, np.bool_)
     if _is_complex(x):
         return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
@@ -644,7 +641,7 @@ def isfinite(x: Any, /) -> Any:
     Array([ True, False, False], dtype=bool)
     """
     (x,) = _promote_and_broadcast("isfinite", x)
-    if _dt(x).kind in "biu":
+    if dtype_of(x).kind in "biu":
         return _const(x, True, np.bool_)
     if _is_complex(x):
         return _strong(lax.bitwise_and(lax.is_finite(lax.real(x)),
@@ -656,7 +653,7 @@ def isposinf(x: Any, /) -> Any:
     """Elementwise test for positive infinity."""
     (x,) = _promote_and_broadcast("isposinf", x)
     _require_real("isposinf", x)
-    if _dt(x).kind in "biu":
+    if dtype_of(x).kind in "biu":
         return _const(x, False, np.bool_)
     return _strong(lax.eq(x, _const(x, np.inf)))
 
@@ -665,7 +662,7 @@ def isneginf(x: Any, /) -> Any:
     """Elementwise test for negative infinity."""
     (x,) = _promote_and_broadcast("isneginf", x)
     _require_real("isneginf", x)
-    if _dt(x).kind in "biu":
+    if dtype_of(x).kind in "biu":
         return _const(x, False, np.bool_)
     return _strong(lax.eq(x, _const(x, -np.inf)))
 
@@ -682,7 +679,7 @@ def signbit(x: Any, /) -> Any:
     """
     (x,) = _promote_and_broadcast("signbit", x)
     _require_real("signbit", x)
-    dtype = _dt(x)
+    dtype = dtype_of(x)
     if dtype.kind in "bu":
         return _const(x, False, np.bool_)
     if dtype.kind == "i":
@@ -738,10 +735,10 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
     (x1,) = promote_dtypes_inexact(x1)
     (x2,) = promote_dtypes(x2)
     _require_real("ldexp", x1)
-    if _dt(x2).kind not in "iu":
-        raise TypeError(f"ldexp: the exponent must be an integer, got {_dt(x2)}")
+    if dtype_of(x2).kind not in "iu":
+        raise TypeError(f"ldexp: the exponent must be an integer, got {dtype_of(x2)}")
     x1, x2 = _broadcast("ldexp", x1, lax.convert_element_type(x2, np.int32))
-    dtype = _dt(x1)
+    dtype = dtype_of(x1)
     # Two factors of 2**(k/2) reach results (subnormal ones included) that one
     # normal power of two cannot.
     half = lax.shift_right_arithmetic(x2, _const(x2, 1))
@@ -759,7 +756,7 @@ def frexp(x: Any, /) -> tuple[Any, Any]:
     """
     (x,) = _promote_and_broadcast("frexp", x, kind="inexact")
     _require_real("frexp", x)
-    dtype = _dt(x)
+    dtype = dtype_of(x)
     info = finfo(dtype)
     int_t = _int_type(dtype)
     nmant, bias = int(info.nmant), -int(info.minexp) + 1
@@ -794,7 +791,7 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
     """
     del copy  # arrays are immutable; a new Array is always returned
     (x,) = _promote_and_broadcast("nan_to_num", x)
-    dtype = _dt(x)
+    dtype = dtype_of(x)
     if dtype.kind in "biu":
         return x
     if dtype.kind == "c":
@@ -831,7 +828,7 @@ greater_equal = _comparison("greater_equal", lax.ge, "Elementwise x1 >= x2.")
 
 
 def _truth(x: Any) -> Any:
-    return _strong(x if _dt(x) == np.bool_ else lax.ne(x, _const(x, 0)))
+    return _strong(x if dtype_of(x) == np.bool_ else lax.ne(x, _const(x, 0)))
 
 
 def _strong(mask: Any) -> Any:
@@ -903,7 +900,7 @@ def right_shift(x1: Any, x2: Any, /) -> Any:
     """
     x1, x2 = _promote_and_broadcast("right_shift", x1, x2)
     _require_integral("right_shift", x1)
-    if _dt(x1).kind == "i":
+    if dtype_of(x1).kind == "i":
         return lax.shift_right_arithmetic(x1, x2)
     return lax.shift_right_logical(x1, x2)
 

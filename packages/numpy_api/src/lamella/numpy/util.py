@@ -21,7 +21,7 @@ from lamella.core import dtypes as core_dtypes
 from lamella.core.errors import ConcretizationTypeError
 from lamella.core.jit import jit
 from lamella.core.trace import EvalTrace, Tracer, aval_of, current_trace
-from lamella.lax.conversion import _convert_element_type
+from lamella.lax.conversion import convert_element_type
 from lamella.numpy.dtypes import _as_array, _canonical_and_weak, promote_dtypes
 
 try:
@@ -71,7 +71,7 @@ def asarray_internal(x: Any, dtype: Any = None) -> Any:
         dt, weak = _canonical_and_weak(x)
     else:
         dt, weak = core_dtypes.canonicalize_dtype(np.dtype(dtype)), False
-    return _convert_element_type(x, dt, weak)
+    return convert_element_type(x, dt, weak)
 
 
 def _has_tracer(seq: Sequence) -> bool:
@@ -194,3 +194,23 @@ def eager_jit(*static: str) -> Callable[[Callable], Callable]:
             return compiled(*args, **kwargs)
         return call
     return decorate
+
+
+def dtype_of(x: Any) -> np.dtype:
+    """The dtype of an array-like value, as traced."""
+    return aval_of(x).dtype
+
+
+def default_float_dtype() -> np.dtype:
+    """float64 with x64 on, float32 otherwise."""
+    return core_dtypes.canonicalize_dtype(np.dtype("float64"))
+
+
+def default_int_dtype() -> np.dtype:
+    """int64 with x64 on, int32 otherwise."""
+    return core_dtypes.canonicalize_dtype(np.dtype("int64"))
+
+
+def flatten_1d(x: Any) -> Any:
+    """`x` reshaped to one dimension (row-major), as a lax operation."""
+    return lax.reshape(x, (int(np.prod(shape(x), dtype=np.int64)),))

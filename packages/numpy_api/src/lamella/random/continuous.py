@@ -27,7 +27,7 @@ import lamella.numpy as lnp
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.lax import linalg
-from lamella.numpy.util import check_arraylike
+from lamella.numpy.util import check_arraylike, concrete_int
 from lamella.numpy.util import shape as _shape
 from lamella.random._checks import (
     broadcast_shapes,
@@ -420,7 +420,6 @@ def orthogonal(key: Any, n: int, shape: Sequence[int] = (), dtype: Any = float,
     >>> bool(np.allclose(q @ q.T, np.eye(3), atol=1e-5))
     True
     """
-    from lamella.numpy.util import concrete_int
     words, _ = _single_key("orthogonal", key)
     dtype = float_dtype("orthogonal", dtype, complex_ok=True)
     shape = _canonical_shape("orthogonal", shape)

@@ -16,6 +16,9 @@ import numpy as np
 
 from lamella.core.trace import aval_of
 from lamella.core.tree_util import tree_flatten, tree_unflatten
+from lamella.lax.arithmetic import add
+from lamella.lax.logical import bitwise_or
+from lamella.lax.shapes import concatenate, pad, rev, slice_in_dim
 
 
 def associative_scan(fn: Callable[[Any, Any], Any], elems: Any, reverse: bool = False,
@@ -25,12 +28,20 @@ def associative_scan(fn: Callable[[Any, Any], Any], elems: Any, reverse: bool = 
     `fn(a, b)` combines two pytrees like `elems` elementwise along the scanned
     axis (it is called on slices of several elements at once).
 
+    Args:
+      fn: an associative binary function of two pytrees like `elems`.
+      elems: a pytree of arrays with a common length along `axis`.
+      reverse: scan from the end.
+      axis: the axis to scan along.
+
+    Returns:
+      The inclusive scan, like `elems`.
+
     >>> import numpy as np
     >>> import lamella.lax as lax
     >>> associative_scan(lax.add, np.arange(1, 6, dtype=np.int32))
     Array([ 1,  3,  6, 10, 15], dtype=int32)
     """
-    from lamella.lax.shapes import rev
     leaves, tree = tree_flatten(elems)
     if not leaves:
         return elems
@@ -62,7 +73,6 @@ def associative_scan(fn: Callable[[Any, Any], Any], elems: Any, reverse: bool = 
 
 
 def _scan(combine, elems: list, axis: int) -> list:
-    from lamella.lax.shapes import concatenate, slice_in_dim
     n = aval_of(elems[0]).shape[axis]
     if n < 2:
         return elems
@@ -78,9 +88,6 @@ def _scan(combine, elems: list, axis: int) -> list:
 
 def _interleave(even: Any, odd: Any, axis: int) -> Any:
     """Merges `even` (positions 0, 2, ...) and `odd` (1, 3, ...) along `axis`."""
-    from lamella.lax.arithmetic import add
-    from lamella.lax.logical import bitwise_or
-    from lamella.lax.shapes import pad
     n_even, n_odd = aval_of(even).shape[axis], aval_of(odd).shape[axis]
     ndim = aval_of(even).ndim
     zero = np.zeros((), aval_of(even).dtype)

@@ -14,15 +14,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lamella.core import ShapedArray
+from lamella.core.api_util import flatten_outputs, fun_name
 from lamella.core.config import config
 from lamella.core.jaxpr import ClosedJaxpr
-from lamella.core.jit import flatten_outputs, fun_name
 from lamella.core.staging import trace_subjaxpr
 from lamella.core.trace import Tracer, aval_of
 from lamella.core.tree_util import PyTreeDef, tree_unflatten
+from lamella.lax.conversion import convert_element_type
 
 
-class Traced:
+class TracedFunction:
     """A traced function: `closed` takes (consts..., flat args...)."""
 
     __slots__ = ("closed", "consts", "out_tree")
@@ -38,7 +39,7 @@ class Traced:
 
 
 def trace_fun(fun: Callable, in_tree: PyTreeDef, in_avals: Sequence[ShapedArray],
-              what: str) -> Traced:
+              what: str) -> TracedFunction:
     """Traces `fun(*tree_unflatten(in_tree, leaves))` on abstract leaves."""
     out_trees: list[PyTreeDef] = []
 
@@ -49,7 +50,7 @@ def trace_fun(fun: Callable, in_tree: PyTreeDef, in_avals: Sequence[ShapedArray]
         return out_flat
 
     closed, consts = trace_subjaxpr(flat, list(in_avals))
-    return Traced(closed, consts, out_trees[0])
+    return TracedFunction(closed, consts, out_trees[0])
 
 
 def avals_of(leaves: Sequence[Any]) -> list[ShapedArray]:
@@ -96,8 +97,7 @@ def weak_mismatches(in_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedA
 
 
 def strengthen(leaves: Sequence[Any], which: Sequence[bool]) -> list[Any]:
-    from lamella.lax.conversion import _convert_element_type
-    return [_convert_element_type(x, aval_of(x).dtype, False) if w else x
+    return [convert_element_type(x, aval_of(x).dtype, False) if w else x
             for x, w in zip(leaves, which)]
 
 

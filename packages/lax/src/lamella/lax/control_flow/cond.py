@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, partial_eval
+from lamella.core.api_util import abstractify_args, fun_name
 from lamella.core.config import config
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
-from lamella.core.jit import abstractify_args, fun_name
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.structural import broadcast_in_dim
 from lamella.core.trace import aval_of, concrete_value, set_current_trace
@@ -39,7 +39,7 @@ from lamella.core.tree_util import keystr, tree_flatten, tree_flatten_with_path,
 from lamella.core.util import merge_lists, partition_list, weakref_lru_cache
 from lamella.lax.control_flow.common import (
     TraceCache,
-    Traced,
+    TracedFunction,
     describe_types,
     same_types,
     trace_fun,
@@ -69,6 +69,15 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     Both branches are traced (once each) and must return the same pytree
     structure with the same shapes and dtypes; only the chosen one runs.
     `pred` is a scalar boolean, or an integer scalar (nonzero means true).
+
+    Args:
+      pred: a boolean scalar (or an integer scalar, nonzero meaning true).
+      true_fun, false_fun: functions of `*operands` returning the same pytree
+        structure, shapes and dtypes.
+      *operands: the arguments passed to the chosen branch.
+
+    Returns:
+      The chosen branch's output.
 
     >>> import numpy as np
     >>> from lamella.lax import sin, neg
@@ -100,6 +109,15 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
 
     All branches are traced (once each) and must return the same pytree
     structure with the same shapes and dtypes; only the chosen one runs.
+
+    Args:
+      index: an integer scalar; it is clamped into `[0, len(branches) - 1]`.
+      branches: functions of `*operands` returning the same pytree structure,
+        shapes and dtypes.
+      *operands: the arguments passed to the chosen branch.
+
+    Returns:
+      The chosen branch's output.
 
     >>> import numpy as np
     >>> from lamella.lax import cos, neg, sin
@@ -191,7 +209,7 @@ def _trace_branches_uncached(what, funs, labels, in_tree, avals):
     return tuple(_taking_all_consts(t, consts) for t in traced), consts, first.out_tree
 
 
-def _taking_all_consts(traced: Traced, consts: list[Any]) -> ClosedJaxpr:
+def _taking_all_consts(traced: TracedFunction, consts: list[Any]) -> ClosedJaxpr:
     """The branch with every branch's consts as leading inputs, ignoring the others'."""
     jaxpr = traced.closed.jaxpr
     n = len(traced.consts)

@@ -73,6 +73,14 @@ def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_va
     works; reverse mode does not (the trip count is unknown until run time):
     use `lax.scan`, or `lax.fori_loop` with concrete bounds, for that.
 
+    Args:
+      cond_fun: `carry -> boolean scalar`.
+      body_fun: `carry -> carry`, keeping structure, shapes and dtypes.
+      init_val: the initial carry, a pytree of arrays.
+
+    Returns:
+      The carry when `cond_fun` first returns false.
+
     >>> import numpy as np
     >>> import lamella.lax as lax
     >>> while_loop(lambda x: lax.lt(x, 10), lambda x: lax.mul(x, 2), np.int32(1))

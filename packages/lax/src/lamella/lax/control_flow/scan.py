@@ -37,9 +37,9 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes, partial_eval
+from lamella.core.api_util import abstractify_args, fun_name
 from lamella.core.config import config
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Var, dce_jaxpr, eval_jaxpr
-from lamella.core.jit import abstractify_args, fun_name
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.structural import add_any_p
 from lamella.core.trace import aval_of, set_current_trace
@@ -53,7 +53,8 @@ from lamella.core.tree_util import (
     treedef_children,
 )
 from lamella.core.util import merge_lists, split_list, weakref_lru_cache
-from lamella.core.vectorize import vmap
+from lamella.core.vmap_api import vmap
+from lamella.lax.arithmetic import add
 from lamella.lax.control_flow.common import (
     TraceCache,
     check_carry,
@@ -61,6 +62,9 @@ from lamella.lax.control_flow.common import (
     trace_fun,
     weak_mismatches,
 )
+from lamella.lax.control_flow.loops import while_loop
+from lamella.lax.conversion import convert_element_type
+from lamella.lax.logical import lt
 from lamella.lax.lowering import (
     _physical,
     aval_to_ir_type,
@@ -71,6 +75,7 @@ from lamella.lax.lowering import (
     lower_jaxpr,
     register_lowering,
 )
+from lamella.lax.shapes import concatenate, expand_dims, index_in_dim, reshape, slice_in_dim
 from lamella.lax.standard import standard_primitive
 
 __all__ = ["fori_loop", "map", "scan", "scan_p"]
@@ -100,6 +105,18 @@ def scan(f: Callable[[Carry, X], tuple[Carry, Y]], init: Carry, xs: X | None = N
     compiled loop (`True`: all of them). Reverse-mode derivatives save each
     iteration's residuals; wrap `f` in `lamella.core.checkpoint` to recompute
     them instead.
+
+    Args:
+      f: `(carry, x) -> (carry, y)`, keeping the carry's structure, shapes and dtypes.
+      init: the initial carry, a pytree of arrays.
+      xs: a pytree of arrays scanned along their leading axis, or None.
+      length: the number of iterations (required when `xs` is None).
+      reverse: scan from the end.
+      unroll: iterations per trip of the compiled loop (True: all).
+
+    Returns:
+      `(final carry, ys)`, where ys stacks the per-iteration outputs on a new
+      leading axis.
 
     >>> import numpy as np
     >>> import lamella.lax as lax
@@ -195,7 +212,6 @@ def _stacked(aval: ShapedArray, length: int) -> ShapedArray:
 
 def _scan_in_python(f, init, xs, length, reverse):
     """scan under `disable_jit`: a Python loop calling `f` on concrete values."""
-    from lamella.lax.shapes import concatenate, expand_dims, index_in_dim
     if length == 0:
         raise ValueError("zero-length scan is not supported under disable_jit: the output "
                          "types are unknown without tracing the body.")
@@ -625,6 +641,14 @@ def map(f: Callable[[X], Y], xs: X, *, batch_size: int | None = None) -> Y:
     `batch_size=b` runs `vmap(f)` on chunks of b slices per iteration (and on
     the leftover slices after the loop), trading memory for fewer iterations.
 
+    Args:
+      f: the function applied to each slice.
+      xs: a pytree of arrays sliced along their leading axis.
+      batch_size: slices per iteration, evaluated with `vmap(f)`.
+
+    Returns:
+      The results stacked along a new leading axis.
+
     >>> import numpy as np
     >>> import lamella.lax as lax
     >>> map(lambda x: lax.mul(x, x), np.arange(4, dtype=np.float32))
@@ -633,7 +657,6 @@ def map(f: Callable[[X], Y], xs: X, *, batch_size: int | None = None) -> Y:
     if batch_size is None:
         _, ys = scan(lambda _, x: ((), f(x)), (), xs)
         return ys
-    from lamella.lax.shapes import concatenate, reshape, slice_in_dim
     batch_size = operator.index(batch_size)
     if batch_size < 1:
         raise ValueError(f"lax.map's batch_size must be a positive integer, got {batch_size}")
@@ -661,6 +684,15 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Carry], Carry], i
     of `upper - lower` iterations, so it supports reverse-mode differentiation
     and `unroll`; with traced bounds it is a `while_loop` (forward mode only).
 
+    Args:
+      lower, upper: the integer bounds of the loop (`range(lower, upper)`).
+      body_fun: `(i, carry) -> carry`.
+      init_val: the initial carry, a pytree of arrays.
+      unroll: iterations per trip of the compiled loop.
+
+    Returns:
+      The final carry.
+
     >>> import numpy as np
     >>> import lamella.lax as lax
     >>> fori_loop(0, 5, lambda i, total: lax.add(total, i), np.int32(0))
@@ -687,7 +719,6 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Carry], Carry], i
 
 
 def _add_one(i: Any) -> Any:
-    from lamella.lax.arithmetic import add
     return add(i, np.asarray(1, aval_of(i).dtype))
 
 
@@ -702,9 +733,6 @@ def _bounds_dtype(lower: Any, upper: Any) -> np.dtype | None:
 
 
 def _fori_while(lower, upper, body_fun, init_val, unroll, dtype):
-    from lamella.lax.control_flow.loops import while_loop
-    from lamella.lax.conversion import convert_element_type
-    from lamella.lax.logical import lt
     if unroll not in (None, False, 1):
         raise ValueError("lax.fori_loop can only unroll when its bounds are concrete (Python "
                          "ints or concrete arrays): with traced bounds it is a while_loop.")

@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from lamella.core import ShapedArray, ad, batching, custom_derivatives
-from lamella.core.autodiff import linearize
+from lamella.core.autodiff_api import linearize
 from lamella.core.jaxpr import jaxpr_as_fun
 from lamella.core.trace import current_trace
 from lamella.core.tree_util import (
@@ -39,7 +39,13 @@ from lamella.core.tree_util import (
 )
 from lamella.core.util import split_list
 from lamella.lax.arithmetic import neg
-from lamella.lax.control_flow.common import Traced, avals_of, describe_types, same_types, trace_fun
+from lamella.lax.control_flow.common import (
+    TracedFunction,
+    avals_of,
+    describe_types,
+    same_types,
+    trace_fun,
+)
 from lamella.lax.lowering import closed_consts, lower_jaxpr, register_lowering
 from lamella.lax.standard import standard_primitive
 
@@ -85,6 +91,19 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
     `transpose_solve(vecmat, b)`, solving with the transposed operator; with
     `symmetric=True` (matvec is its own transpose) `solve` serves by default.
 
+    Args:
+      matvec: the linear operator, `x -> A x` on pytrees like b.
+      b: the right-hand side, a pytree of arrays.
+      solve: `(matvec, b) -> x` (and aux with `has_aux`), any algorithm.
+      transpose_solve: `(vecmat, b) -> x` solving with the transposed operator,
+        needed for reverse mode unless `symmetric`.
+      symmetric: `matvec` is its own transpose.
+      has_aux: `solve` also returns auxiliary data.
+
+    Returns:
+      x (or `(x, aux)`), differentiable with respect to b and to what `matvec`
+      closes over.
+
     >>> import numpy as np
     >>> import lamella.lax as lax
     >>> matvec = lambda x: lax.mul(np.float32(4.0), x)
@@ -109,7 +128,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
         else:
             # matvec is linear, so its transpose is its jaxpr transposed in b,
             # over the same consts.
-            vecmat = Traced(ad.transpose_jaxpr(mv.closed, [False] * len(mv.consts)
+            vecmat = TracedFunction(ad.transpose_jaxpr(mv.closed, [False] * len(mv.consts)
                                                + [True] * len(b_flat)), mv.consts, b_tree)
             vecmat_fun = partial(_apply_operator, vecmat, b_tree, "vecmat")
         tsv = trace_fun(partial(transpose_solve, vecmat_fun), args_tree, b_avals,
@@ -123,7 +142,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
     return tree_unflatten(sv.out_tree, outs)
 
 
-def _apply_operator(op: Traced, b_tree: PyTreeDef, name: str, x: Any) -> Any:
+def _apply_operator(op: TracedFunction, b_tree: PyTreeDef, name: str, x: Any) -> Any:
     leaves, tree = tree_flatten(x)
     if tree != b_tree:
         raise TypeError(f"custom_linear_solve: {name} expects an argument with the structure "
@@ -131,7 +150,7 @@ def _apply_operator(op: Traced, b_tree: PyTreeDef, name: str, x: Any) -> Any:
     return tree_unflatten(b_tree, jaxpr_as_fun(op.closed)(*op.consts, *leaves))
 
 
-def _solution_part(name: str, traced: Traced, has_aux: bool) -> tuple[PyTreeDef, list]:
+def _solution_part(name: str, traced: TracedFunction, has_aux: bool) -> tuple[PyTreeDef, list]:
     """The structure and types of the solution that `name` returned, without aux."""
     tree, avals = traced.out_tree, traced.out_avals
     if not has_aux:
@@ -143,7 +162,7 @@ def _solution_part(name: str, traced: Traced, has_aux: bool) -> tuple[PyTreeDef,
     return children[0], avals[:children[0].num_leaves]
 
 
-def _check_like_b(name: str, traced: Traced, b_tree: PyTreeDef, b_avals: list[ShapedArray],
+def _check_like_b(name: str, traced: TracedFunction, b_tree: PyTreeDef, b_avals: list[ShapedArray],
                   has_aux: bool) -> None:
     """`name`'s output (the x part, with has_aux) must have b's structure and types."""
     tree, avals = _solution_part(f"custom_linear_solve: {name}", traced, has_aux)
@@ -276,6 +295,16 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     through `solve`. With `has_aux=True`, `solve` returns `(root, aux)` and so
     does `custom_root` (aux is not differentiated).
 
+    Args:
+      f: the function whose root is sought, `x -> f(x)` with x's structure.
+      initial_guess: where `solve` starts, a pytree of arrays.
+      solve: `(f, initial_guess) -> root` (and aux with `has_aux`).
+      tangent_solve: `(g, y) -> x` with `g(x) = y` for the linearized `f`.
+      has_aux: `solve` also returns auxiliary data.
+
+    Returns:
+      The root (or `(root, aux)`), differentiable implicitly.
+
     >>> import numpy as np
     >>> import lamella.lax as lax
     >>> def newton(f, x):  # two steps suffice for this example
@@ -331,7 +360,7 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     return tree_unflatten(solver.out_tree, outs)
 
 
-def _check_root(solver: Traced, tree: PyTreeDef, avals: list[ShapedArray], has_aux: bool):
+def _check_root(solver: TracedFunction, tree: PyTreeDef, avals: list[ShapedArray], has_aux: bool):
     out_tree, out_avals = _solution_part("custom_root: solve", solver, has_aux)
     if out_tree != tree or not same_types(out_avals, avals):
         raise TypeError("custom_root: solve must return a root with the structure and types "

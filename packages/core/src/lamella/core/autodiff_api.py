@@ -1,4 +1,5 @@
-"""The autodiff API: jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev, hessian.
+"""The public autodiff API: jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
+hessian (the interpreters they drive are in `ad.py`).
 
 Reverse mode is linearize-then-transpose: `vjp` runs the function once under
 JVP on a partial-evaluation trace, so the primal computation happens now and
@@ -16,15 +17,16 @@ from typing import Any
 import numpy as np
 
 from lamella.core import dtypes
-from lamella.core.ad import UndefinedPrimal, Zero, backward_pass, instantiate_zeros, jvp_flat
+from lamella.core.ad import backward_pass, jvp_flat
+from lamella.core.api_util import flatten_outputs, fun_name, fun_source
 from lamella.core.jaxpr import DebugInfo, Jaxpr, eval_jaxpr
-from lamella.core.jit import flatten_outputs, fun_name, fun_source
 from lamella.core.partial_eval import PartialEvalTrace
+from lamella.core.rules import UndefinedPrimal, Zero, instantiate_zeros
 from lamella.core.staging import StagingTrace
 from lamella.core.structural import reshape, transpose
 from lamella.core.trace import aval_of, current_trace, set_current_trace
 from lamella.core.tree_util import Partial, PyTreeDef, tree_flatten, tree_unflatten
-from lamella.core.vectorize import vmap
+from lamella.core.vmap_api import vmap
 
 
 def _flat_fun(fun: Callable, in_tree: PyTreeDef, has_aux: bool, what: str):
@@ -53,6 +55,16 @@ def _check_args_are_tuple(what: str, name: str, value: Any) -> None:
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
         has_aux: bool = False) -> tuple[Any, ...]:
     """Forward-mode derivative: `(fun(*primals), d fun(primals) . tangents)`.
+
+    Args:
+      fun: a function of arrays (or pytrees of arrays) returning arrays.
+      primals: a tuple or list of `fun`'s arguments.
+      tangents: a tuple or list like `primals`: the direction to differentiate in
+        (float0 for integer primals).
+      has_aux: `fun` returns `(output, aux)`; aux is returned undifferentiated.
+
+    Returns:
+      `(primals_out, tangents_out)`, or `(primals_out, tangents_out, aux)`.
 
     >>> import numpy as np
     >>> from lamella.core.structural import reduce_sum
@@ -125,6 +137,15 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any,
     The primal computation runs now, once; the returned function evaluates a
     linear jaxpr over saved residuals.
 
+    Args:
+      fun: a function of arrays (or pytrees of arrays) returning arrays.
+      *primals: the point to linearize at.
+      has_aux: `fun` returns `(output, aux)`.
+
+    Returns:
+      `(fun(*primals), f_jvp)` (plus `aux`), where `f_jvp(*tangents)` gives the
+      output tangents.
+
     >>> import numpy as np
     >>> from lamella.core.structural import reduce_sum
     >>> y, f_jvp = linearize(lambda x: reduce_sum(x, (0,)), np.ones(3, np.float32))
@@ -153,6 +174,15 @@ def _linear_fun(jaxpr: Jaxpr, in_tree, out_tree, in_avals, residuals, *tangents)
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """Reverse-mode derivative: `(fun(*primals), vjp_fun)` with
     `vjp_fun(cotangent) -> tuple of cotangents, one per primal`.
+
+    Args:
+      fun: a function of arrays (or pytrees of arrays) returning arrays.
+      *primals: the point at which to differentiate.
+      has_aux: `fun` returns `(output, aux)`; aux is returned undifferentiated.
+
+    Returns:
+      `(fun(*primals), f_vjp)` (plus `aux`); `f_vjp(cotangent)` takes a cotangent
+      shaped like the output and returns a tuple with one cotangent per primal.
 
     >>> import numpy as np
     >>> from lamella.core.structural import reduce_sum
@@ -233,6 +263,17 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                    holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """A function returning `(fun(*args), gradient of fun w.r.t. args[argnums])`.
 
+    Args:
+      fun: a function returning a real scalar (complex with `holomorphic=True`).
+      argnums: which positional argument(s) to differentiate with respect to.
+      has_aux: `fun` returns `(value, aux)`.
+      holomorphic: differentiate a complex-to-complex holomorphic function.
+      allow_int: allow integer arguments (their gradients are float0 zeros).
+
+    Returns:
+      A function returning `(value, gradient)` (`((value, aux), gradient)` with
+      `has_aux`); the gradient has the structure of `args[argnums]`.
+
     >>> import numpy as np
     >>> from lamella.core.structural import reduce_sum
     >>> value_and_grad(lambda x: reduce_sum(x, (0,)))(np.ones(2, np.float32))
@@ -277,6 +318,18 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
          holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """The gradient of a scalar function with respect to `args[argnums]`.
 
+    Args:
+      fun: a function returning a real scalar (complex with `holomorphic=True`).
+      argnums: which positional argument(s) to differentiate with respect to: an
+        int gives one gradient, a tuple a tuple of gradients.
+      has_aux: `fun` returns `(value, aux)`; the result is then `(gradient, aux)`.
+      holomorphic: differentiate a complex-to-complex holomorphic function.
+      allow_int: allow integer arguments (their gradients are float0 zeros).
+
+    Returns:
+      A function with `fun`'s arguments returning the gradient, shaped like
+      `args[argnums]`.
+
     >>> import numpy as np
     >>> from lamella.core.structural import reduce_sum
     >>> grad(lambda x: reduce_sum(x, (0,)))(np.ones(2, np.float32))
@@ -311,6 +364,15 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     """The Jacobian by forward mode: one JVP per input element, vectorized with vmap.
 
     Output layout: for each output leaf, an array of shape `out.shape + in.shape`.
+
+    Args:
+      fun: a function of arrays returning arrays (or pytrees of them).
+      argnums: which positional argument(s) to differentiate with respect to.
+      has_aux: `fun` returns `(output, aux)`.
+      holomorphic: differentiate a holomorphic complex function.
+
+    Returns:
+      A function returning the Jacobian: per output leaf, `out.shape + in.shape`.
 
     >>> import numpy as np
     >>> from lamella.core.structural import reduce_sum
@@ -353,6 +415,16 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """The Jacobian by reverse mode: one VJP per output element, vectorized with vmap.
+
+    Args:
+      fun: a function of arrays returning arrays (or pytrees of them).
+      argnums: which positional argument(s) to differentiate with respect to.
+      has_aux: `fun` returns `(output, aux)`.
+      holomorphic: differentiate a holomorphic complex function.
+      allow_int: allow integer arguments.
+
+    Returns:
+      A function returning the Jacobian: per output leaf, `out.shape + in.shape`.
 
     >>> import numpy as np
     >>> from lamella.core.structural import reduce_sum
@@ -402,6 +474,15 @@ def _assemble(blocks, out_tree: PyTreeDef, in_tree: PyTreeDef, single_arg: bool)
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             holomorphic: bool = False) -> Callable:
     """The Hessian, as `jacfwd(jacrev(fun))`.
+
+    Args:
+      fun: a function returning a scalar.
+      argnums: which positional argument(s) to differentiate with respect to.
+      has_aux: `fun` returns `(value, aux)`.
+      holomorphic: differentiate a holomorphic complex function.
+
+    Returns:
+      A function returning the Hessian, shaped `in.shape + in.shape`.
 
     >>> import numpy as np
     >>> from lamella.core.structural import reduce_sum

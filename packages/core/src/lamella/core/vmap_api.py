@@ -1,4 +1,5 @@
-"""`vmap`: vectorize a function over an axis of its inputs.
+"""The public `vmap`: vectorize a function over an axis of its inputs (the
+interpreter it drives is in `batching.py`).
 
 >>> import numpy as np
 >>> from lamella.core.structural import reduce_sum
@@ -13,10 +14,18 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from lamella.core.batching import AxisData, BatchTrace, matchaxis, not_mapped
-from lamella.core.jit import flatten_outputs, fun_name
+from lamella.core.api_util import flatten_outputs, fun_name
+from lamella.core.batching import BatchTrace
+from lamella.core.rules import AxisData, matchaxis, not_mapped
 from lamella.core.trace import aval_of, current_trace, set_current_trace
-from lamella.core.tree_util import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
+from lamella.core.tree_util import (
+    PyTreeDef,
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_structure,
+    tree_unflatten,
+)
 
 
 def _is_axis_leaf(x: Any) -> bool:
@@ -61,6 +70,19 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     positional argument, each a pytree prefix of that argument; keyword
     arguments are always mapped over axis 0. `axis_name` names the axis for
     collectives.
+
+    Args:
+      fun: the function to vectorize.
+      in_axes: the mapped axis of each positional argument: an int, None, or a
+        tuple (one entry per argument, each a pytree prefix of it).
+      out_axes: where the mapped axis goes in each output (same forms).
+      axis_name: a name for the mapped axis, for collectives inside `fun`.
+      axis_size: the axis size, required when no argument is mapped.
+      spmd_axis_name: accepted for JAX compatibility (single device here).
+
+    Returns:
+      The vectorized function: like `fun`, with one more axis on the mapped
+      arguments and on the outputs.
 
     >>> import numpy as np
     >>> from lamella.core.structural import add_any_p
@@ -137,7 +159,6 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 
 
 def _leaf_labels(args, kwargs) -> list[str]:
-    from lamella.core.tree_util import keystr, tree_flatten_with_path
     labels = []
     for i, arg in enumerate(args):
         labels += [f"argument {i}{keystr(p)}" for p, _ in tree_flatten_with_path(arg)[0]]

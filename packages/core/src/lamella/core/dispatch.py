@@ -1,0 +1,166 @@
+"""Executors: what runs primitives and jaxprs on concrete values.
+
+Core's one seam to a backend. Eager evaluation of a primitive (`apply`), a
+top-level `jit` call (`execute`), the AOT stages (`lower`) and devices all go
+through the registered executor. Core registers `InterpreterExecutor`, which
+evaluates jaxprs with each primitive's NumPy `impl`, so everything works with
+no compiler; lamella.lax registers its XLA executor on import.
+
+>>> current_executor().name in ("interpreter", "xla")
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from lamella.core.avals import ShapedArray, get_aval
+from lamella.core.jaxpr import ClosedJaxpr, eval_jaxpr
+
+
+class Executor:
+    """The interface core uses to run things; subclass it to plug in a backend.
+
+    `execute` and `lower` must be implemented; the other methods default to an
+    executor whose arrays are NumPy arrays on the host.
+    """
+
+    name = "executor"
+
+    def apply(self, primitive: Any, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        """Evaluates one primitive on concrete values (eager mode): by default, its impl."""
+        impl = primitive.impl
+        if impl is None:
+            raise NotImplementedError(
+                f"Evaluation rule (impl) for primitive '{primitive.name}' not implemented "
+                f"for the {self.name} executor: define it with "
+                f"{primitive.name}_p.def_impl(...).")
+        return impl(*args, **params)
+
+    def execute(self, closed: ClosedJaxpr, args: Sequence[Any], *, name: str,
+                donated_invars: tuple[bool, ...]) -> list[Any]:
+        """Runs a closed jaxpr on concrete arguments (a top-level `jit` call)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement execute")
+
+    def lower(self, closed: ClosedJaxpr, *, name: str, donated_invars: tuple[bool, ...]) -> Any:
+        """The program for `jit(f).lower(...)`: it has `as_text()`, `compile()` and
+        `cost_analysis()`; what `compile()` returns is callable on flat arguments."""
+        raise NotImplementedError(f"{type(self).__name__} must implement lower")
+
+    def fast_dispatch(self, jit_function: Any) -> Callable[..., Any]:
+        """The callable a jit function calls through; by default its Python path.
+
+        A backend may return something faster (lamella.lax serves repeated calls
+        from C++) that falls back on `jit_function.call_and_report`."""
+        return jit_function.call_python
+
+    def wrap_jit(self, jit_function: Any) -> Any:
+        """The object `jit` returns for `jit_function` (by default, itself)."""
+        return jit_function
+
+    def devices(self, backend: str | None = None) -> list[Any]:
+        return ["cpu"]
+
+    def device_put(self, x: Any, device: Any = None) -> Any:
+        return np.asarray(x, get_aval(x).dtype)
+
+    def device_get(self, x: Any) -> Any:
+        return np.asarray(x)
+
+    def clear_caches(self) -> None:
+        """Forgets every compiled program the executor holds."""
+
+
+class InterpreterExecutor(Executor):
+    """Evaluates jaxprs equation by equation with each primitive's NumPy `impl`.
+
+    Donation is accepted and ignored: NumPy buffers are not reused.
+    """
+
+    name = "interpreter"
+
+    def execute(self, closed, args, *, name, donated_invars):
+        return interpret(closed, args)
+
+    def lower(self, closed, *, name, donated_invars):
+        return InterpretedProgram(closed, name)
+
+
+class InterpretedProgram:
+    """The interpreter's "lowered" and "compiled" form: the jaxpr itself."""
+
+    def __init__(self, closed: ClosedJaxpr, name: str):
+        self.closed = closed
+        self.name = name
+
+    def as_text(self) -> str:
+        return str(self.closed)
+
+    def compile(self) -> InterpretedProgram:
+        return self
+
+    def cost_analysis(self) -> dict[str, float]:
+        """Equation count and the bytes each equation reads and writes."""
+        eqns = self.closed.jaxpr.eqns
+        accessed = sum(v.aval.size * v.aval.dtype.itemsize
+                       for e in eqns for v in [*e.invars, *e.outvars])
+        return {"equations": float(len(eqns)), "bytes accessed": float(accessed)}
+
+    def __call__(self, *flat_args):
+        return interpret(self.closed, flat_args)
+
+
+def interpret(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    """Evaluates `closed` on values of the types its jaxpr declares, returning those types.
+
+    NumPy computes Python scalars and float64 scalars in 64 bits; the jaxpr says
+    they are f32 (without x64), as a compiled executor would treat them.
+    """
+    args = [_as_declared(x, aval) for x, aval in zip(args, closed.in_avals)]
+    outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return [_as_declared(x, aval) for x, aval in zip(outs, closed.out_avals)]
+
+
+def _as_declared(x: Any, aval: ShapedArray) -> Any:
+    return x if getattr(x, "dtype", None) == aval.dtype else np.asarray(x, aval.dtype)
+
+
+class _Registry:
+    """The executor in use, and how many times one was registered (jit functions
+    re-pick their dispatcher when the count moves)."""
+
+    def __init__(self) -> None:
+        self.executor: Executor = InterpreterExecutor()
+        self.generation = 0
+
+
+_registry = _Registry()
+
+
+def register_executor(executor: Executor) -> Executor:
+    """Makes `executor` run every eager primitive and top-level jit call; returns the
+    previous one (register it again to restore it).
+
+    >>> previous = register_executor(InterpreterExecutor())
+    >>> _ = register_executor(previous)
+    """
+    if not isinstance(executor, Executor):
+        raise TypeError(f"register_executor takes an Executor (lamella.core.dispatch."
+                        f"Executor subclass), got {type(executor).__name__}")
+    previous = _registry.executor
+    _registry.executor = executor
+    _registry.generation += 1
+    return previous
+
+
+def current_executor() -> Executor:
+    """The executor that runs eager primitives and top-level jit calls now."""
+    return _registry.executor
+
+
+def executor_generation() -> int:
+    """Counts executor registrations; a change means dispatchers must be re-picked."""
+    return _registry.generation

@@ -1,0 +1,299 @@
+"""The runtime's foundation: the jaxlib configuration its C++ side reads, the aval
+every array carries, single-device shardings, and the PJRT clients and devices.
+
+Clients are created lazily, once per process: CPU always, CUDA first when a
+PJRT plugin is installed and works.
+
+>>> devices("cpu")[0].platform
+'cpu'
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+from jaxlib import _jax
+from jaxlib import xla_client as xc
+
+Device = _jax.Device
+XlaRuntimeError = _jax.JaxRuntimeError
+
+Shape = tuple[int, ...]
+
+
+# ----------------------------------------------------------------------------
+# Process-wide configuration read by jaxlib's C++ side.
+#
+# The C++ dispatch path and batched_device_put refuse to run until these three
+# states are set. Only x64 joins the jit cache key: flipping it changes how
+# Python scalars and 64-bit NumPy inputs are typed, so it must select other
+# cache entries. Every key Config costs time on every call, so there is one.
+
+_X64 = _jax.config.Config("lamella_enable_x64", False, include_in_jit_key=True)
+_DISABLE_JIT = _jax.config.Config("lamella_disable_jit", False, include_in_jit_key=False)
+_POST_HOOK = _jax.config.Config("lamella_post_hook", None, include_in_jit_key=False)
+_jax.jax_jit.set_enable_x64_state(_X64)
+_jax.jax_jit.set_disable_jit_state(_DISABLE_JIT)
+_jax.jax_jit.set_post_hook_state(_POST_HOOK)
+
+
+def set_x64(enabled: bool) -> None:
+    """Turn 64-bit types on or off for the whole process (lamella's ``enable_x64``).
+
+    With x64 off (the default), 64-bit inputs are stored as their 32-bit
+    counterparts, as in JAX.
+
+    >>> from lamella.lax.runtime import device_put
+    >>> set_x64(False)
+    >>> device_put(np.arange(2)).dtype
+    dtype('int32')
+    """
+    _X64.set_global(bool(enabled))
+
+
+def x64_enabled() -> bool:
+    """Whether 64-bit types are on.
+
+    >>> x64_enabled()
+    False
+    """
+    return bool(_X64.value)
+
+
+def set_disable_jit(disabled: bool) -> None:
+    """Make fast functions built with ``fun=`` call ``fun`` directly (no compile).
+
+    >>> set_disable_jit(False)
+    """
+    _DISABLE_JIT.set_global(bool(disabled))
+
+
+# ----------------------------------------------------------------------------
+# Avals: the abstract value attached to every array.
+
+
+class _Aval:
+    """The runtime's own aval, used until a caller installs a factory."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "ndim")
+
+    def __init__(self, shape: Shape, dtype: np.dtype, weak_type: bool = False):
+        self.shape = shape
+        self.dtype = dtype
+        self.weak_type = weak_type
+        self.ndim = len(shape)
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({describe(self.shape, self.dtype)}{weak})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Aval) and (
+            (self.shape, self.dtype, self.weak_type) == (other.shape, other.dtype, other.weak_type)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+
+AvalFactory = Callable[[Shape, np.dtype, bool], Any]
+_aval_factory: AvalFactory = _Aval
+
+
+def set_aval_factory(factory: AvalFactory) -> AvalFactory:
+    """Build every later array's ``.aval`` with ``factory(shape, dtype, weak_type)``.
+
+    The result needs ``.shape``, ``.dtype``, ``.weak_type`` and ``.ndim``;
+    lamella.core installs its ``ShapedArray`` here. Executables keep the avals
+    made when they were compiled. Returns the factory it replaces.
+
+    >>> from lamella.lax.runtime import device_put
+    >>> class Tagged(_Aval):
+    ...     pass
+    >>> previous = set_aval_factory(Tagged)
+    >>> type(device_put(1.0).aval).__name__
+    'Tagged'
+    >>> _ = set_aval_factory(previous)
+    """
+    global _aval_factory
+    previous, _aval_factory = _aval_factory, factory
+    return previous
+
+
+def make_aval(shape: Shape, dtype: np.dtype, weak_type: bool = False) -> Any:
+    """An aval made by the installed factory (lamella.core's ShapedArray once lax loads)."""
+    return _aval_factory(shape, dtype, weak_type)
+
+
+def describe(shape: Shape, dtype: np.dtype) -> str:
+    """`float32[2,3]`: a type for error messages."""
+    return f"{np.dtype(dtype).name}[{','.join(map(str, shape))}]"
+
+
+# ----------------------------------------------------------------------------
+# Shardings. The C++ side calls these Python attributes on an array's sharding
+# (device_put, result handlers, the jit fast path). They are patched onto the
+# exact C++ class rather than a subclass: equal instances of the C++ class
+# compare equal in C++, so arrays made with different instances share cache
+# entries. Python's == and hash are patched to agree with C++.
+
+
+def _replicated_hlo_sharding(self: _jax.SingleDeviceSharding, num_dimensions: int) -> Any:
+    return xc.HloSharding.replicate()
+
+
+def _sharding_repr(self: _jax.SingleDeviceSharding) -> str:
+    return f"SingleDeviceSharding(device={self._device!r})"
+
+
+def _sharding_eq(self: _jax.SingleDeviceSharding, other: object) -> bool:
+    return (
+        isinstance(other, _jax.SingleDeviceSharding)
+        and self._device == other._device
+        and self._memory_kind == other._memory_kind
+    )
+
+
+def _sharding_hash(self: _jax.SingleDeviceSharding) -> int:
+    return hash((self._device, self._memory_kind))
+
+
+for _name, _value in {
+    "_to_xla_hlo_sharding": _replicated_hlo_sharding,
+    "_device_assignment": property(lambda self: (self._device,)),
+    "memory_kind": property(lambda self: self._memory_kind),
+    "num_devices": property(lambda self: 1),
+    "device_set": property(lambda self: {self._device}),
+    "is_fully_replicated": property(lambda self: True),
+    "is_fully_addressable": property(
+        lambda self: self._device.process_index == self._device.client.process_index()
+    ),
+    "__repr__": _sharding_repr,
+    "__eq__": _sharding_eq,
+    "__hash__": _sharding_hash,
+}.items():
+    setattr(_jax.SingleDeviceSharding, _name, _value)
+
+
+# ----------------------------------------------------------------------------
+# Backends: created on first use, once per process.
+
+_CUDA_PLUGIN_PACKAGES = ("jax_plugins.xla_cuda13", "jax_plugins.xla_cuda12")
+
+
+class _Backends(NamedTuple):
+    clients: dict[str, Any]  # platform name -> client; the first is the default
+    shardings: dict[Any, _jax.SingleDeviceSharding]  # one per device
+
+
+_backends_state: _Backends | None = None
+_backends_lock = threading.Lock()
+
+
+def _backends() -> _Backends:
+    if _backends_state is not None:
+        return _backends_state
+    return _create_backends()
+
+
+def _create_backends() -> _Backends:
+    global _backends_state
+    with _backends_lock:
+        if _backends_state is None:
+            clients = {}
+            cuda = _make_cuda_client()
+            if cuda is not None:
+                clients["cuda"] = cuda  # an accelerator, when present, is the default
+            # The CPU client reads XLA_FLAGS (--xla_force_host_platform_device_count)
+            # from the environment when it is created.
+            clients["cpu"] = xc.make_cpu_client()
+            shardings = {
+                d: _jax.SingleDeviceSharding(d) for c in clients.values() for d in c.devices()
+            }
+            _backends_state = _Backends(clients, shardings)
+    return _backends_state
+
+
+def _find_cuda_plugin() -> str | None:
+    # The PJRT plugin ships as jax_plugins/xla_cudaNN/xla_cuda_plugin.so. Its
+    # __init__ imports jax, so locate the file without importing the package.
+    for package in _CUDA_PLUGIN_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(package)
+        except ImportError:
+            continue
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            path = os.path.join(folder, "xla_cuda_plugin.so")
+            if os.path.exists(path):
+                return path
+    return None
+
+
+def _make_cuda_client() -> Any | None:
+    path = _find_cuda_plugin()
+    if path is None:
+        return None
+    try:
+        if not xc.pjrt_plugin_loaded("cuda"):
+            xc.load_pjrt_plugin_dynamically("cuda", path)
+        if not xc.pjrt_plugin_initialized("cuda"):
+            xc.initialize_pjrt_plugin("cuda")
+        return xc.make_c_api_client("cuda", xc.generate_pjrt_gpu_plugin_options())
+    except Exception as err:  # no GPU, driver mismatch, ...: CPU still works
+        warnings.warn(f"CUDA PJRT plugin at {path} not used: {err}", RuntimeWarning, stacklevel=3)
+        return None
+
+
+def _client(backend: str | None) -> Any:
+    clients = _backends().clients
+    if backend is None:
+        return next(iter(clients.values()))
+    name = "cuda" if backend == "gpu" else backend
+    if name not in clients:
+        raise RuntimeError(f"backend {backend!r} is not available; available: {', '.join(clients)}")
+    return clients[name]
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """The devices of ``backend`` ('cpu', 'cuda' or 'gpu'); default: the default backend.
+
+    >>> devices("cpu")[0].platform
+    'cpu'
+    """
+    return list(_client(backend).devices())
+
+
+def device_count(backend: str | None = None) -> int:
+    """How many devices ``backend`` has.
+
+    >>> device_count("cpu") >= 1
+    True
+    """
+    return len(_client(backend).devices())
+
+
+def default_device() -> Device:
+    """The device arrays and programs go to when none is named.
+
+    >>> default_device() == devices()[0]
+    True
+    """
+    return _client(None).devices()[0]
+
+
+def sharding_for(device: Device) -> _jax.SingleDeviceSharding:
+    """The one ``SingleDeviceSharding`` the runtime uses for ``device``.
+
+    >>> sharding_for(default_device())._device == default_device()
+    True
+    """
+    try:
+        return _backends().shardings[device]
+    except KeyError:
+        raise ValueError(f"{device!r} is not a device of this process") from None
