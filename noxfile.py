@@ -5,7 +5,7 @@ folders in the same command, never by name from the index."""
 import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "core", "tests"]
+nox.options.sessions = ["lint", "core", "tests", "bench_quick"]
 
 PYTHON = "3.11"
 TEST_DEPS = ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6.100"]
@@ -59,9 +59,9 @@ def numpy_api(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Every package installed together: each package's tests, then the cross-layer tests.
 
-    Each suite runs in its own processes: importing a higher layer registers its
-    executor process-wide (lamella.lax makes jit compile with XLA), which core's
-    NumPy-only test primitives must not see.
+    One pytest run per package, each with its own configuration (rootdir, the
+    tests' helper modules); core's tests select core's interpreter themselves, so
+    they hold with lamella.lax loaded too.
     """
     folders = []
     for package in LAYERS:
@@ -74,18 +74,35 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
+    """ruff, and no import cycle among the modules of any package."""
     session.install("ruff")
     session.run("ruff", "check", ".")
+    session.run("python", "tools/import_cycles.py")
 
 
-@nox.session(python=PYTHON)
-def bench(session: nox.Session) -> None:
-    """Benchmarks against NumPy and, side by side, JAX (installed here for comparison)."""
+def install_for_benchmarks(session: nox.Session) -> None:
     folders = []
     for package in LAYERS:
         folders += ["-e", f"./packages/{package}"]
     session.install(*folders, "jax==0.10.2", *DEMO_DEPS)  # bench_random times the demo's step
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Benchmarks against NumPy and, side by side, JAX (installed here for comparison).
+
+    `nox -s bench -- --quick` runs each benchmark once at tiny sizes;
+    `nox -s bench -- numpy random` runs the modules whose names contain those words.
+    """
+    install_for_benchmarks(session)
     session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def bench_quick(session: nox.Session) -> None:
+    """Every benchmark once at tiny sizes (part of `nox`, so a broken benchmark fails CI)."""
+    install_for_benchmarks(session)
+    session.run("python", "benchmarks/run.py", "--quick", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-from harness import Row, compare, jax_or_none
+from harness import Row, compare, jax_or_none, pick
 
 import lamella.core as lc
 import lamella.lax as lax
 
-T, D, H = 100, 32, 128
-ITERATIONS = 1000
+T, D, H = pick(100, 3), pick(32, 2), pick(128, 4)
+ITERATIONS = pick(1000, 3)
 
 
 def rnn_loss(L, params, xs, target):
@@ -32,7 +32,7 @@ def run() -> list[Row]:
     params = [rng.normal(0, 0.1, s).astype(np.float32) for s in [(D, H), (H, H), (H,), (H, 1)]]
     xs = rng.normal(0, 1, (T, D)).astype(np.float32)
     target = rng.normal(0, 1, (T, 1)).astype(np.float32)
-    x = np.ones(1000, np.float32)
+    x = np.ones(pick(1000, 4), np.float32)
     jax = jax_or_none()
 
     step = lc.jit(lc.value_and_grad(lambda p, a, b: rnn_loss(lax, p, a, b)))
@@ -51,6 +51,6 @@ def run() -> list[Row]:
     return [
         Row(f"RNN value_and_grad over scan, T={T}, H={H}", t_rnn["lamella"],
             {"jax": t_rnn.get("jax")}, unit="ms"),
-        Row(f"fori_loop, {ITERATIONS} iterations on f32[1000]", t_fori["lamella"],
+        Row(f"fori_loop, {ITERATIONS} iterations on f32[{x.size}]", t_fori["lamella"],
             {"jax": t_fori.get("jax")}, unit="ms"),
     ]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-from harness import Row, compare, jax_or_none
+from harness import Row, compare, jax_or_none, pick
 
 import lamella.core as lc
 import lamella.lax as lax
 
-N_LINKS = 200  # 3 equations each: a 600-equation function
+N_LINKS = pick(200, 4)  # 3 equations each: a 600-equation function
+HIDDEN, BATCH = pick(512, 8), pick(256, 4)
 
 
 def chain(L):
@@ -35,10 +36,11 @@ def mlp_loss(L, reduce_sum, reduce_max, dot):
 
 def mlp_data():
     rng = np.random.default_rng(0)
-    params = ((rng.normal(0, 0.05, (784, 512)).astype(np.float32), np.zeros(512, np.float32)),
-              (rng.normal(0, 0.05, (512, 10)).astype(np.float32), np.zeros(10, np.float32)))
-    images = rng.uniform(0, 1, (256, 784)).astype(np.float32)
-    labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 256)]
+    params = ((rng.normal(0, 0.05, (784, HIDDEN)).astype(np.float32),
+               np.zeros(HIDDEN, np.float32)),
+              (rng.normal(0, 0.05, (HIDDEN, 10)).astype(np.float32), np.zeros(10, np.float32)))
+    images = rng.uniform(0, 1, (BATCH, 784)).astype(np.float32)
+    labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, BATCH)]
     return params, images, labels
 
 
@@ -90,6 +92,6 @@ def run() -> list[Row]:
             jdev = jax.device_put((params, images, labels))
             steady["jax"] = lambda: jax.block_until_ready(jstep(*jdev))
         t = compare(steady, rounds=3, repeat=5)
-        rows.append(Row("MLP 784-512-10 value_and_grad step, batch 256", t["lamella"],
+        rows.append(Row(f"MLP 784-{HIDDEN}-10 value_and_grad step, batch {BATCH}", t["lamella"],
                         {"jax": t.get("jax")}, unit="ms"))
     return rows

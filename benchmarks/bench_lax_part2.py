@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
-from harness import Row, compare, jax_or_none
+from harness import Row, compare, jax_or_none, pick
 
 import lamella.core as lc
 import lamella.lax as lax
+
+
+N_MATMUL = pick(1024, 8)
+CONV_BATCH, CONV_CHANNELS, CONV_SIZE = pick(32, 1), pick(64, 2), pick(56, 4)
+N_SORT = pick(1_000_000, 16)
+N_CHOL = pick(512, 4)
 
 
 def _sync(f):
@@ -19,8 +25,8 @@ def run() -> list[Row]:
     rng = np.random.default_rng(0)
     rows = []
 
-    a = rng.standard_normal((1024, 1024)).astype(np.float32)
-    b = rng.standard_normal((1024, 1024)).astype(np.float32)
+    a = rng.standard_normal((N_MATMUL, N_MATMUL)).astype(np.float32)
+    b = rng.standard_normal((N_MATMUL, N_MATMUL)).astype(np.float32)
     mm = _sync(lc.jit(lax.dot))
     da, db = lc.device_put((a, b))
     cands = {"lamella": lambda: mm(da, db), "numpy": lambda: a @ b}
@@ -29,12 +35,13 @@ def run() -> list[Row]:
         ja, jb = jax.device_put((a, b))
         cands["jax"] = lambda: jax.block_until_ready(jmm(ja, jb))
     t = compare(cands, rounds=2, repeat=3)
-    rows.append(Row("matmul 1024x1024 f32", t["lamella"],
+    rows.append(Row(f"matmul {N_MATMUL}x{N_MATMUL} f32", t["lamella"],
                     {"numpy": t["numpy"], "jax": t.get("jax")}, unit="ms"))
 
     if hasattr(lax, "conv_general_dilated"):
-        x = rng.standard_normal((32, 64, 56, 56)).astype(np.float32)
-        w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32)
+        n, c, hw = CONV_BATCH, CONV_CHANNELS, CONV_SIZE
+        x = rng.standard_normal((n, c, hw, hw)).astype(np.float32)
+        w = rng.standard_normal((c, c, 3, 3)).astype(np.float32)
         conv = _sync(lc.jit(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME")))
         dx, dw = lc.device_put((x, w))
         cands = {"lamella": lambda: conv(dx, dw)}
@@ -43,10 +50,10 @@ def run() -> list[Row]:
             jx, jw = jax.device_put((x, w))
             cands["jax"] = lambda: jax.block_until_ready(jconv(jx, jw))
         t = compare(cands, rounds=2, repeat=3)
-        rows.append(Row("conv 3x3, 64->64 channels, 32x56x56 (NCHW)", t["lamella"],
+        rows.append(Row(f"conv 3x3, {c}->{c} channels, {n}x{hw}x{hw} (NCHW)", t["lamella"],
                         {"jax": t.get("jax")}, unit="ms"))
 
-    v = rng.standard_normal(1_000_000).astype(np.float32)
+    v = rng.standard_normal(N_SORT).astype(np.float32)
     srt = _sync(lc.jit(lax.sort))
     dv = lc.device_put(v)
     cands = {"lamella": lambda: srt(dv), "numpy": lambda: np.sort(v)}
@@ -55,16 +62,16 @@ def run() -> list[Row]:
         jv = jax.device_put(v)
         cands["jax"] = lambda: jax.block_until_ready(jsrt(jv))
     t = compare(cands, rounds=2, repeat=3)
-    rows.append(Row("sort 10^6 f32", t["lamella"], {"numpy": t["numpy"], "jax": t.get("jax")},
+    rows.append(Row(f"sort {N_SORT} f32", t["lamella"], {"numpy": t["numpy"], "jax": t.get("jax")},
                     unit="ms"))
 
     try:
         from lamella.lax import linalg
     except ImportError:
         return rows
-    m = rng.standard_normal((512, 512)).astype(np.float32)
-    spd = (m @ m.T + 512 * np.eye(512)).astype(np.float32)
-    rhs = rng.standard_normal((512, 1)).astype(np.float32)
+    m = rng.standard_normal((N_CHOL, N_CHOL)).astype(np.float32)
+    spd = (m @ m.T + N_CHOL * np.eye(N_CHOL)).astype(np.float32)
+    rhs = rng.standard_normal((N_CHOL, 1)).astype(np.float32)
     chol = _sync(lc.jit(linalg.cholesky))
 
     def cho_solve(a, b):
@@ -85,8 +92,8 @@ def run() -> list[Row]:
         c2["jax"] = lambda: jax.block_until_ready(jsolve(js, jr))
     t1 = compare(c1, rounds=2, repeat=3)
     t2 = compare(c2, rounds=2, repeat=3)
-    rows.append(Row("cholesky 512x512 f32", t1["lamella"],
+    rows.append(Row(f"cholesky {N_CHOL}x{N_CHOL} f32", t1["lamella"],
                     {"scipy": t1["scipy"], "jax": t1.get("jax")}, unit="ms"))
-    rows.append(Row("cholesky solve 512x512, one rhs", t2["lamella"],
+    rows.append(Row(f"cholesky solve {N_CHOL}x{N_CHOL}, one rhs", t2["lamella"],
                     {"scipy": t2["scipy"], "jax": t2.get("jax")}, unit="ms"))
     return rows

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-from harness import Row, best_time, compare, jax_or_none
+from harness import Row, best_time, compare, jax_or_none, pick
 
 import lamella.core as lc
 import lamella.numpy as lnp
 
-N_CHAIN = 10_000_000
+N_CHAIN = pick(10_000_000, 64)
+N_MATMUL = pick(1024, 8)
+EINSUM_SIZES = pick((256, 512, 32), (4, 8, 2))
 
 
 def chain(m):
@@ -60,26 +62,27 @@ def run() -> list[Row]:
         cands["jax"] = lambda: jfused(jx).block_until_ready()
     np.testing.assert_allclose(np.asarray(fused(x)), chain(np)(host), rtol=1e-5, atol=1e-6)
     t = compare(cands, rounds=2, repeat=5)
-    rows.append(Row("jit 10-op elementwise chain, f32[1e7]", t["lamella"],
+    rows.append(Row(f"jit 10-op elementwise chain, f32[{N_CHAIN}]", t["lamella"],
                     {"numpy": t["numpy"], "jax": t.get("jax")}, unit="ms"))
     achieved = 2 * host.nbytes / t["lamella"] / 1e9
     print(f"  fused chain: {achieved:.1f} GB/s (read + write) vs copy bandwidth "
           f"{copy_bandwidth_gbs(host):.1f} GB/s")
 
     # matmul through @.
-    m = np.random.default_rng(1).normal(size=(1024, 1024)).astype(np.float32)
+    m = np.random.default_rng(1).normal(size=(N_MATMUL, N_MATMUL)).astype(np.float32)
     lm = lnp.asarray(m)
     cands = {"lamella": lambda: (lm @ lm).block_until_ready(), "numpy": lambda: m @ m}
     if jnp is not None:
         jm = jnp.asarray(m)
         cands["jax"] = lambda: jnp.matmul(jm, jm).block_until_ready()
     t = compare(cands, rounds=2, repeat=5)
-    rows.append(Row("matmul 1024x1024 f32 via @ (eager; jnp.matmul)", t["lamella"],
+    rows.append(Row(f"matmul {N_MATMUL}x{N_MATMUL} f32 via @ (eager; jnp.matmul)", t["lamella"],
                     {"numpy": t["numpy"], "jax": t.get("jax")}, unit="ms"))
 
     # A 3-operand contraction whose order matters (opt_einsum picks it).
     rng = np.random.default_rng(2)
-    ops = [rng.normal(size=s).astype(np.float32) for s in [(256, 512), (512, 32), (32, 256)]]
+    n1, n2, n3 = EINSUM_SIZES
+    ops = [rng.normal(size=s).astype(np.float32) for s in [(n1, n2), (n2, n3), (n3, n1)]]
     spec = "ab,bc,cd->ad"
     lops = [lnp.asarray(o) for o in ops]
     ein = lc.jit(lambda *o: lnp.einsum(spec, *o))
@@ -92,6 +95,6 @@ def run() -> list[Row]:
     np.testing.assert_allclose(np.asarray(ein(*lops)), np.einsum(spec, *ops, optimize=True),
                                rtol=1e-3, atol=1e-3)
     t = compare(cands, rounds=2, repeat=5)
-    rows.append(Row(f"einsum {spec} (256x512, 512x32, 32x256), jit", t["lamella"],
+    rows.append(Row(f"einsum {spec} ({n1}x{n2}, {n2}x{n3}, {n3}x{n1}), jit", t["lamella"],
                     {"numpy": t["numpy"], "jax": t.get("jax")}, unit="ms"))
     return rows
