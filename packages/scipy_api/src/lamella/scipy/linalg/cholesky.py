@@ -11,6 +11,7 @@ from typing import Any
 import lamella.lax.linalg as lax_linalg
 from lamella.scipy.linalg.common import (
     check_matrix,
+    compiled,
     inexact,
     mH,
     right_hand_side,
@@ -34,6 +35,10 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
     del overwrite_a, check_finite
     a, = inexact(a)
     check_matrix("cholesky", a)
+    return compiled(_cholesky, lower=bool(lower))(a)
+
+
+def _cholesky(a: Any, lower: bool) -> Any:
     if lower:
         return lax_linalg.cholesky(a, symmetrize_input=False)
     # LAPACK reads the lower triangle: the upper one of `a` is that of a^H.
@@ -74,7 +79,11 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False,
     c, b = inexact(c, b)
     check_matrix("cho_solve", c, "c")
     b, vector = right_hand_side("cho_solve", c.shape[-1], b, c.ndim)
+    x = compiled(_cho_solve, lower=bool(lower))(c, b)
+    return x[..., 0] if vector else x
+
+
+def _cho_solve(c: Any, b: Any, lower: bool) -> Any:
     # a = L L^H (lower) or U^H U: two triangular solves, the second with op = ^H.
     y = triangular_solve(c, b, lower=lower, transpose_a=not lower, conjugate_a=not lower)
-    x = triangular_solve(c, y, lower=lower, transpose_a=lower, conjugate_a=lower)
-    return x[..., 0] if vector else x
+    return triangular_solve(c, y, lower=lower, transpose_a=lower, conjugate_a=lower)

@@ -7,13 +7,14 @@ differentiates; the checks read only static shapes.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import lamella.lax.linalg as lax_linalg
 import lamella.numpy as lnp
-from lamella.core import vmap
+from lamella.core import jit, vmap
 
 
 def inexact(*xs: Any) -> list[Any]:
@@ -74,19 +75,35 @@ def batch_shape(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
                          "do not broadcast") from None
 
 
-def over_batch(fun: Callable, core_ndims: tuple[int, ...]) -> Callable:
-    """`fun` of unbatched arguments (argument i has `core_ndims[i]` core axes) applied
-    over any leading batch axes, broadcast between the arguments, with vmap."""
+def compiled(fun: Callable, core_ndims: tuple[int, ...] | None = None, **static: Any) -> Callable:
+    """`fun` with the keyword arguments `static` fixed, compiled as one jitted function
+    (so an eager call compiles once per shape, not once per operation).
+
+    With `core_ndims`, `fun` takes unbatched arguments (argument i has
+    `core_ndims[i]` core axes) and the result maps it with vmap over any
+    leading batch axes, broadcast between the arguments. The jitted functions
+    are cached by `fun`, `core_ndims` and `static`, whose values must be hashable.
+    """
+    return _compiled(fun, core_ndims, tuple(sorted(static.items())))
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(fun: Callable, core_ndims: tuple[int, ...] | None,
+              static: tuple[tuple[str, Any], ...]) -> Callable:
+    bound = functools.partial(fun, **dict(static))
+    if core_ndims is None:
+        return jit(bound)
+
     def batched(*args):
-        batch = batch_shape(getattr(fun, "__name__", "function"),
-                            *(lnp.shape(a)[:lnp.ndim(a) - k] for a, k in zip(args, core_ndims)))
+        batch = batch_shape(getattr(fun, "__name__", "function"), *(lnp.shape(a)[:lnp.ndim(a) - k]
+                                            for a, k in zip(args, core_ndims)))
         args = [lnp.broadcast_to(a, batch + lnp.shape(a)[lnp.ndim(a) - k:])
                 for a, k in zip(args, core_ndims)]
-        mapped = fun
+        mapped = bound
         for _ in batch:
             mapped = vmap(mapped)
         return mapped(*args)
-    return batched
+    return jit(batched)
 
 
 def hermitian_from(a: Any, lower: bool, conjugate: bool = True) -> Any:

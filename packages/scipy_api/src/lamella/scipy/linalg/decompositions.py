@@ -15,11 +15,11 @@ import lamella.lax.linalg as lax_linalg
 import lamella.numpy as lnp
 from lamella.scipy.linalg.common import (
     check_matrix,
+    compiled,
     complex_dtype,
     hermitian_from,
     inexact,
     mH,
-    over_batch,
     triangular_solve,
 )
 
@@ -111,7 +111,7 @@ def rsf2csf(T: Any, Z: Any, check_finite: bool = True) -> tuple[Any, Any]:
         raise ValueError(f"rsf2csf: T and Z must have the same shape; got T.shape={T.shape} "
                          f"and Z.shape={Z.shape}")
     dtype = complex_dtype(T.dtype)
-    return over_batch(_rsf2csf_2d, (2, 2))(T.astype(dtype), Z.astype(dtype))
+    return compiled(_rsf2csf_2d, (2, 2))(T.astype(dtype), Z.astype(dtype))
 
 
 def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
@@ -142,7 +142,7 @@ def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
         if b.shape[-1] != a.shape[-1]:
             raise ValueError(f"eigh: a and b must be matrices of one size; got a.shape="
                              f"{a.shape} and b.shape={b.shape}")
-        v, w = _generalized_eigh(hermitian_from(a, lower), b, lower, type)
+        v, w = compiled(_generalized_eigh, lower=bool(lower), type=type)(a, b)
     if eigvals is not None:
         lo, hi = eigvals
         n = a.shape[-1]
@@ -155,6 +155,7 @@ def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
 
 def _generalized_eigh(a: Any, b: Any, lower: bool, type: int) -> tuple[Any, Any]:
     # With b = L L^H, every type becomes a standard problem for a matrix congruent to a.
+    a = hermitian_from(a, lower)
     l_factor = lax_linalg.cholesky(b if lower else mH(b), symmetrize_input=False)
     if type == 1:
         c = triangular_solve(l_factor, mH(triangular_solve(l_factor, a, lower=True)),

@@ -20,7 +20,7 @@ import lamella.lax as lax
 import lamella.lax.linalg as lax_linalg
 import lamella.numpy as lnp
 from lamella.core import custom_jvp
-from lamella.scipy.linalg.common import check_matrix, inexact, over_batch
+from lamella.scipy.linalg.common import check_matrix, compiled, inexact
 
 __all__ = ["expm", "expm_frechet"]
 
@@ -167,7 +167,16 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     check_matrix("expm", A, "A")
     if A.shape[-1] == 0:
         return A
-    return over_batch(lambda a: _expm_2d(a, upper_triangular, max_squarings), (2,))(A)
+    return compiled(_expm_call, (2,), upper_triangular=bool(upper_triangular),
+                    max_squarings=int(max_squarings))(A)
+
+
+def _expm_call(a: Any, upper_triangular: bool, max_squarings: int) -> Any:
+    return _expm_2d(a, upper_triangular, max_squarings)
+
+
+def _frechet_sps(a: Any, e: Any) -> tuple[Any, Any]:
+    return _expm_and_frechet(a, e, False, 16)
 
 
 def _frechet_block_enlarge(a: Any, e: Any) -> tuple[Any, Any]:
@@ -204,10 +213,6 @@ def expm_frechet(A: Any, E: Any, *, method: str | None = None,
                          f"A.shape={A.shape} and E.shape={E.shape}")
     if A.shape[-1] == 0:
         return (A, E) if compute_expm else E
-    if method == "blockEnlarge":
-        fun = _frechet_block_enlarge
-    else:
-        def fun(a, e):
-            return _expm_and_frechet(a, e, False, 16)
-    expm_a, frechet = over_batch(fun, (2, 2))(A, E)
+    fun = _frechet_block_enlarge if method == "blockEnlarge" else _frechet_sps
+    expm_a, frechet = compiled(fun, (2, 2))(A, E)
     return (expm_a, frechet) if compute_expm else frechet

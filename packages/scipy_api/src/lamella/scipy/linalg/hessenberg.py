@@ -13,7 +13,7 @@ from typing import Any
 
 import lamella.lax as lax
 import lamella.numpy as lnp
-from lamella.scipy.linalg.common import check_matrix, inexact, over_batch
+from lamella.scipy.linalg.common import check_matrix, compiled, inexact
 
 __all__ = ["hessenberg"]
 
@@ -73,5 +73,5 @@ def hessenberg(a: Any, *, calc_q: bool = False, overwrite_a: bool = False,
     del overwrite_a, check_finite
     a, = inexact(a)
     check_matrix("hessenberg", a)
-    h, q = over_batch(lambda m: _hessenberg_2d(m, calc_q), (2,))(a)
+    h, q = compiled(_hessenberg_2d, (2,), calc_q=bool(calc_q))(a)
     return (h, q) if calc_q else h

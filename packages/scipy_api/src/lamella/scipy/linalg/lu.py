@@ -14,6 +14,7 @@ import lamella.lax.linalg as lax_linalg
 import lamella.numpy as lnp
 from lamella.scipy.linalg.common import (
     check_matrix,
+    compiled,
     inexact,
     mT,
     right_hand_side,
@@ -63,6 +64,10 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False,
     del overwrite_a, check_finite
     a, = inexact(a)
     check_matrix("lu", a, square=False)
+    return compiled(_lu, permute_l=bool(permute_l))(a)
+
+
+def _lu(a: Any, permute_l: bool) -> tuple[Any, ...]:
     m, n = a.shape[-2:]
     k = min(m, n)
     packed, _, permutation = lax_linalg.lu(a)
@@ -100,6 +105,12 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
         raise ValueError(f"lu_solve: piv must have shape (..., {n}) to match lu of shape "
                          f"{packed.shape}; got shape {pivots.shape}")
     b, vector = right_hand_side("lu_solve", n, b, packed.ndim, warn=False)
+    x = compiled(_lu_solve, trans=trans)(packed, pivots, b)
+    return x[..., 0] if vector else x
+
+
+def _lu_solve(packed: Any, pivots: Any, b: Any, trans: int) -> Any:
+    n = packed.shape[-1]
     permutation = lax_linalg.lu_pivots_to_permutation(pivots.astype(np.int32), n)
     p = _permutation_matrix(permutation, packed.dtype)
     if trans == 0:
@@ -112,4 +123,4 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
         y = triangular_solve(packed, y, lower=True, transpose_a=True, conjugate_a=conj,
                              unit_diagonal=True)
         x = p @ y
-    return x[..., 0] if vector else x
+    return x

@@ -23,10 +23,10 @@ import lamella.numpy as lnp
 from lamella.core import custom_jvp
 from lamella.scipy.linalg.common import (
     check_matrix,
+    compiled,
     complex_dtype,
     inexact,
     mH,
-    over_batch,
     real_dtype,
 )
 from lamella.scipy.linalg.solvers import triangular_sylvester
@@ -94,7 +94,7 @@ def funm(A: Any, func: Callable[[Any], Any], disp: bool = True) -> Any:
     A = A.astype(complex_dtype(A.dtype))
     if A.shape[-1] == 0:
         return A if disp else (A, lnp.zeros(A.shape[:-2], real_dtype(A.dtype)))
-    result, err = over_batch(lambda a: _funm_2d(a, func), (2,))(A)
+    result, err = compiled(_funm_2d, (2,), func=func)(A)
     return result if disp else (result, err)
 
 
@@ -142,7 +142,11 @@ def sqrtm(A: Any, blocksize: int = 1) -> Any:
     A = A.astype(complex_dtype(A.dtype))
     if A.shape[-1] == 0:
         return A
-    return over_batch(_sqrtm_2d, (2,))(A)
+    return compiled(_sqrtm_call, (2,))(A)
+
+
+def _sqrtm_call(a: Any) -> Any:
+    return _sqrtm_2d(a)
 
 
 # --- polar -------------------------------------------------------------------------
@@ -252,15 +256,16 @@ def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | Non
     a, = inexact(a)
     check_matrix("polar", a, square=False)
     iterations = 10 if max_iterations is None else int(max_iterations)
-    m, n = a.shape[-2:]
+    return compiled(_polar, (2,), side=side, method=method, eps=eps,
+                    max_iterations=iterations)(a)
 
-    def factor(x):
-        return _unitary_factor(x, method, eps, iterations)
 
+def _polar(a: Any, side: str, method: str, eps: Any, max_iterations: int) -> tuple[Any, Any]:
+    m, n = a.shape
     # Wide matrices: the unitary factor of a^H is u^H.
     if m >= n:
-        u = over_batch(factor, (2,))(a)
+        u = _unitary_factor(a, method, eps, max_iterations)
     else:
-        u = mH(over_batch(factor, (2,))(mH(a)))
+        u = mH(_unitary_factor(mH(a), method, eps, max_iterations))
     p = mH(u) @ a if side == "right" else a @ mH(u)
     return u, (p + mH(p)) / 2

@@ -17,7 +17,7 @@ import numpy as np
 import lamella.lax as lax
 import lamella.lax.linalg as lax_linalg
 import lamella.numpy as lnp
-from lamella.scipy.linalg.common import check_matrix, inexact, over_batch
+from lamella.scipy.linalg.common import check_matrix, compiled, inexact
 
 __all__ = ["qr", "qr_multiply"]
 
@@ -51,7 +51,7 @@ def _pivot_order_2d(a: Any) -> Any:
 
 def pivot_order(a: Any) -> Any:
     """The column order of QR with column pivoting (0-based), batched."""
-    return over_batch(_pivot_order_2d, (2,))(lax.stop_gradient(a))
+    return compiled(_pivot_order_2d, (2,))(lax.stop_gradient(a))
 
 
 def _qr_factors(a: Any, full_matrices: bool, pivoting: bool) -> tuple[Any, Any, Any]:
@@ -83,7 +83,12 @@ def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
         raise ValueError(f"qr: unsupported mode {mode!r}; expected 'full', 'economic' or 'r'")
     a, = inexact(a)
     check_matrix("qr", a, square=False)
-    q, r, order = _qr_factors(a, mode != "economic", pivoting)
+    q, r, order = compiled(_qr_factors, full_matrices=mode == "full",
+                           pivoting=bool(pivoting))(a)
+    if mode == "r":
+        # The economic R padded with zero rows is the full R, and has a derivative.
+        m, n = a.shape[-2:]
+        r = lnp.pad(r, [(0, 0)] * (a.ndim - 2) + [(0, m - min(m, n)), (0, 0)])
     out = (r,) if mode == "r" else (q, r)
     return (*out, order) if pivoting else out
 
@@ -120,11 +125,16 @@ def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
     if mode == "right" and c.shape[-1] != m:
         raise ValueError(f"qr_multiply: a has shape {a.shape}, so q has {m} rows, and c must "
                          f"have {m} columns for c @ q; got c of shape {c.shape}")
-    q, r, order = _qr_factors(a, False, pivoting)
-    if conjugate:
-        q = lnp.conj(q)
-    cq = q @ c if mode == "left" else c @ q
+    cq, r, order = compiled(_multiply, left=mode == "left", pivoting=bool(pivoting),
+                            conjugate=bool(conjugate))(a, c)
     if vector:
         cq = cq[..., :, 0] if mode == "left" else cq[..., 0, :]
     return (cq, r, order) if pivoting else (cq, r)
+
+
+def _multiply(a: Any, c: Any, left: bool, pivoting: bool, conjugate: bool) -> tuple[Any, ...]:
+    q, r, order = _qr_factors(a, False, pivoting)
+    if conjugate:
+        q = lnp.conj(q)
+    return (q @ c if left else c @ q), r, order
 

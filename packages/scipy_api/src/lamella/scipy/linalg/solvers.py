@@ -15,12 +15,12 @@ import lamella.numpy as lnp
 from lamella.scipy.linalg.cholesky import cho_factor, cho_solve
 from lamella.scipy.linalg.common import (
     check_matrix,
+    compiled,
     complex_dtype,
     hermitian_from,
     inexact,
     is_complex,
     mH,
-    over_batch,
     right_hand_side,
     triangular_solve,
 )
@@ -94,7 +94,7 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
     elif kind in ("upper", "lower"):
         x = triangular_solve(a, b_matrix, lower=kind == "lower")
     else:
-        x = _solve_positive_definite(a, b_matrix, lower)
+        x = compiled(_solve_positive_definite, lower=bool(lower))(a, b_matrix)
     return x[..., 0] if vector else x
 
 
@@ -191,4 +191,4 @@ def solve_sylvester(A: Any, B: Any, C: Any, *, method: str = "schur",
     if A.shape[-1] != m or B.shape[-1] != n:
         raise ValueError(f"solve_sylvester: A must be ({m}, {m}) and B ({n}, {n}) for C of "
                          f"shape {C.shape}; got A.shape={A.shape} and B.shape={B.shape}")
-    return over_batch(lambda a, b, c: _sylvester_2d(a, b, c, method, tol), (2, 2, 2))(A, B, C)
+    return compiled(_sylvester_2d, (2, 2, 2), method=method, tol=tol)(A, B, C)

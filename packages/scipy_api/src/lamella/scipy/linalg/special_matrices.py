@@ -261,7 +261,7 @@ def dft(n: int, scale: str | None = None, *, dtype: Any = None) -> Any:
     """The n-by-n discrete Fourier transform matrix: ``dft(n) @ x == fft(x)``.
 
     `scale` is None, ``'sqrtn'`` (divide by sqrt(n): unitary) or ``'n'`` (divide by n).
-    The entries are exact roots of unity rounded once to `dtype` (default complex).
+    The entries are roots of unity rounded once to `dtype` (default complex).
 
     >>> dft(2)
     Array([[ 1.+0.j,  1.+0.j],
@@ -270,12 +270,9 @@ def dft(n: int, scale: str | None = None, *, dtype: Any = None) -> Any:
     n = _check_size("dft", n)
     if scale not in (None, "sqrtn", "n"):
         raise ValueError(f"dft: scale must be None, 'sqrtn', or 'n'; got {scale!r}.")
-    # (j k mod n) keeps the angle small, so the host cos/sin are correctly rounded.
-    turns = np.outer(np.arange(n), np.arange(n)) % max(n, 1)
-    m = np.exp(-2j * np.pi * turns / max(n, 1))
-    # Quarter turns are exactly 1, -i, -1 or i: no rounding residue in the other part.
-    quarter = (4 * turns) % max(n, 1) == 0
-    m[quarter] = (-1j) ** ((4 * turns[quarter]) // max(n, 1))
+    # The FFT of the identity's columns: pocketfft's twiddles are accurate to an ulp,
+    # where exp(-2 pi i j k / n) loses a few for large j k.
+    m = np.fft.fft(np.eye(n), axis=0) if n else np.zeros((0, 0), np.complex128)
     m = m / {None: 1.0, "sqrtn": math.sqrt(n) if n else 1.0, "n": float(n or 1)}[scale]
     return lnp.asarray(m, dtype=lnp.result_type(complex) if dtype is None else dtype)
 

@@ -21,7 +21,7 @@ import lamella.lax as lax
 import lamella.lax.linalg as lax_linalg
 import lamella.numpy as lnp
 from lamella.core import ConcretizationTypeError, custom_jvp
-from lamella.scipy.linalg.common import over_batch, real_dtype
+from lamella.scipy.linalg.common import compiled, real_dtype
 
 __all__ = ["eigh_tridiagonal"]
 
@@ -167,15 +167,19 @@ def eigh_tridiagonal(d: Any, e: Any, *, eigvals_only: bool = False, select: str 
         raise ValueError(f"eigh_tridiagonal: e must have one entry fewer than d (along the last "
                          f"axis); got d.shape={d.shape} and e.shape={e.shape}")
     targets = _targets(d, e, select, select_range)
-    index = np.asarray(targets, np.int64)
     n = d.shape[-1]
     if eigvals_only:
         if n == 0 or not targets:
             return lnp.zeros((*d.shape[:-1], len(targets)), real_dtype(d.dtype))
-        return over_batch(lambda d, e: _eigenvalues(d, e, targets, tol), (1, 1))(d, e)
+        return compiled(_eigenvalues_call, (1, 1), targets=targets, tol=tol)(d, e)
+    return compiled(_eigenpairs, (1, 1), targets=targets)(d, e)
 
-    def vectors(d, e):
-        v, w = lax_linalg.eigh(_dense(d, e))
-        return w[index], v[:, index]
 
-    return over_batch(vectors, (1, 1))(d, e)
+def _eigenvalues_call(d: Any, e: Any, targets: tuple[int, ...], tol: Any) -> Any:
+    return _eigenvalues(d, e, targets, tol)
+
+
+def _eigenpairs(d: Any, e: Any, targets: tuple[int, ...]) -> tuple[Any, Any]:
+    v, w = lax_linalg.eigh(_dense(d, e))
+    index = np.asarray(targets, np.int64)
+    return w[index], v[:, index]
