@@ -1,0 +1,140 @@
+"""QR factorization: ``qr`` (modes full, economic and r; column pivoting) and
+``qr_multiply``.
+
+Column pivoting has no LAPACK kernel in lamella.lax.linalg (JAX calls
+``geqp3``): :func:`pivot_order` chooses the columns as geqp3 does — at step j,
+the remaining column of largest norm below row j, found by applying the
+Householder reflections so far — and the factors are then LAPACK's QR of the
+permuted matrix, which has the same R as geqp3 up to rounding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import lamella.lax as lax
+import lamella.lax.linalg as lax_linalg
+import lamella.numpy as lnp
+from lamella.scipy.linalg.common import check_matrix, compiled, inexact
+
+__all__ = ["qr", "qr_multiply"]
+
+
+def _pivot_order_2d(a: Any) -> Any:
+    m, n = a.shape
+    rows, cols = lnp.arange(m), lnp.arange(n)
+
+    def step(j, state):
+        work, order = state
+        below = (rows >= j)[:, None]
+        norms = lnp.sum(lnp.where(below, lnp.abs(work) ** 2, 0), axis=0)
+        best = lnp.argmax(lnp.where(cols >= j, norms, -1)).astype(np.int32)
+        # Swap columns j and best of the working matrix and of the order.
+        swap = lnp.where(cols == j, best, lnp.where(cols == best, j, cols))
+        work, order = work[:, swap], order[swap]
+        # Reflect rows j.. so that column j becomes (norm, 0, ...) there.
+        x = lnp.where(rows >= j, work[:, j], 0)
+        alpha = x[j]
+        norm = lnp.sqrt(lnp.sum(lnp.abs(x) ** 2))
+        phase = lnp.where(alpha == 0, 1, alpha / lnp.where(alpha == 0, 1, lnp.abs(alpha)))
+        v = x + lnp.where(rows == j, phase * norm, 0)
+        vnorm2 = lnp.sum(lnp.abs(v) ** 2)
+        scale = lnp.where(vnorm2 == 0, 0, 2 / lnp.where(vnorm2 == 0, 1, vnorm2))
+        work = work - scale * v[:, None] * (lnp.conj(v) @ work)[None, :]
+        return work, order
+
+    _, order = lax.fori_loop(0, min(m, n), step, (a, lnp.arange(n, dtype=np.int32)))
+    return order
+
+
+def pivot_order(a: Any) -> Any:
+    """The column order of QR with column pivoting (0-based), batched."""
+    return compiled(_pivot_order_2d, (2,))(lax.stop_gradient(a))
+
+
+def _qr_factors(a: Any, full_matrices: bool, pivoting: bool) -> tuple[Any, Any, Any]:
+    if not pivoting:
+        q, r = lax_linalg.qr(a, full_matrices=full_matrices)
+        return q, r, None
+    order = pivot_order(a)
+    q, r = lax_linalg.qr(lnp.take_along_axis(a, order[..., None, :], axis=-1),
+                         full_matrices=full_matrices)
+    return q, r, order
+
+
+def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
+       pivoting: bool = False, check_finite: bool = True) -> tuple[Any, ...]:
+    """QR decomposition ``a[:, p] = q @ r`` of (batches of) m-by-n matrices.
+
+    `mode`: ``'full'`` (q is m-by-m, r m-by-n), ``'economic'`` (q m-by-k, r
+    k-by-n, k = min(m, n)) or ``'r'`` (r alone, m-by-n). With `pivoting`, the
+    column order `p` (int32) is returned last and ``abs(diag(r))`` decreases.
+
+    >>> import lamella.numpy as lnp
+    >>> q, r = qr(lnp.array([[3.0, 1.0], [4.0, 2.0]]))
+    >>> abs(r).round(3)
+    Array([[5. , 2.2],
+           [0. , 0.4]], dtype=float32)
+    """
+    del overwrite_a, lwork, check_finite
+    if mode not in ("full", "economic", "r"):
+        raise ValueError(f"qr: unsupported mode {mode!r}; expected 'full', 'economic' or 'r'")
+    a, = inexact(a)
+    check_matrix("qr", a, square=False)
+    q, r, order = compiled(_qr_factors, full_matrices=mode == "full",
+                           pivoting=bool(pivoting))(a)
+    if mode == "r":
+        # The economic R padded with zero rows is the full R, and has a derivative.
+        m, n = a.shape[-2:]
+        r = lnp.pad(r, [(0, 0)] * (a.ndim - 2) + [(0, m - min(m, n)), (0, 0)])
+    out = (r,) if mode == "r" else (q, r)
+    return (*out, order) if pivoting else out
+
+
+def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
+                conjugate: bool = False, overwrite_a: bool = False,
+                overwrite_c: bool = False) -> tuple[Any, ...]:
+    """``(c @ q, r)`` (`mode` ``'right'``) or ``(q @ c, r)`` (``'left'``) for the economic
+    QR decomposition of `a` (q m-by-k, r k-by-n); with `conjugate`, q is conjugated.
+    A 1-D `c` is a row (right) or a column (left); with `pivoting`, the column
+    order is returned last.
+
+    >>> import lamella.numpy as lnp
+    >>> cq, r = qr_multiply(lnp.array([[3.0, 1.0], [4.0, 2.0]]), lnp.array([3.0, 4.0]))
+    >>> cq
+    Array([-5.,  0.], dtype=float32)
+    """
+    del overwrite_a, overwrite_c
+    if mode not in ("right", "left"):
+        raise ValueError(f"qr_multiply: mode must be 'right' or 'left'; got {mode!r}")
+    a, c = inexact(a, c)
+    check_matrix("qr_multiply", a, square=False)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    vector = c.ndim == 1
+    if vector:
+        c = c[:, None] if mode == "left" else c[None, :]
+    if c.ndim < 2:
+        raise ValueError(f"qr_multiply: c must be a vector or a (batched) matrix; got shape "
+                         f"{c.shape}")
+    if mode == "left" and c.shape[-2] != k:
+        raise ValueError(f"qr_multiply: a has shape {a.shape}, so q has {k} columns, and c "
+                         f"must have {k} rows for q @ c; got c of shape {c.shape}")
+    if mode == "right" and c.shape[-1] != m:
+        raise ValueError(f"qr_multiply: a has shape {a.shape}, so q has {m} rows, and c must "
+                         f"have {m} columns for c @ q; got c of shape {c.shape}")
+    cq, r, order = compiled(_multiply, left=mode == "left", pivoting=bool(pivoting),
+                            conjugate=bool(conjugate))(a, c)
+    if vector:
+        cq = cq[..., :, 0] if mode == "left" else cq[..., 0, :]
+    return (cq, r, order) if pivoting else (cq, r)
+
+
+def _multiply(a: Any, c: Any, left: bool, pivoting: bool, conjugate: bool) -> tuple[Any, ...]:
+    q, r, order = _qr_factors(a, False, pivoting)
+    if conjugate:
+        q = lnp.conj(q)
+    return (q @ c if left else c @ q), r, order
+

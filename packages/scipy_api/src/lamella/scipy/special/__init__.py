@@ -1,0 +1,18 @@
+"""lamella.scipy.special: jax.scipy.special's functions (SciPy's names, JAX's
+signatures and dtypes), one module per family.
+
+>>> import numpy as np
+>>> from lamella.scipy import special
+>>> special.gammaln(np.float32(4.0))
+Array(1.7917595, dtype=float32)
+"""
+
+from lamella.scipy.special.gamma import (
+    digamma,
+    gamma,
+    gammaln,
+    gammasgn,
+    loggamma,
+    multigammaln,
+    polygamma,
+)
