@@ -121,6 +121,14 @@ config.define("default_matmul_precision", None,
 config.define("numpy_rank_promotion", "allow",
               "Implicit rank promotion in lamella.numpy: 'allow', 'warn' or 'raise'.",
               affects_tracing=True)
+config.define("numpy_dtype_promotion", "standard",
+              "Type promotion in lamella.numpy: 'standard' (JAX's lattice) or 'strict' (only "
+              "weakly typed Python scalars promote; mixing dtypes is a TypePromotionError).",
+              affects_tracing=True)
+config.define("static_index_errors", False,
+              "Raise IndexError for a static integer index out of bounds (JAX clamps it, "
+              "and so does lamella by default).",
+              affects_tracing=True)
 config.define("default_prng_impl", "threefry2x32", "The PRNG implementation for new keys.",
               affects_tracing=True)
 config.define("debug_nans", False, "Raise an error when an operation produces a NaN.")
