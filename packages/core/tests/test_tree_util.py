@@ -792,6 +792,9 @@ def test_tree_module_names():
     assert tree.leaves_with_path((5,)) == [((SequenceKey(0),), 5)]
     assert set(tree.__all__) == {
         "all",
+        "broadcast",
+        "reduce_associative",
+        "static",
         "flatten",
         "flatten_with_path",
         "leaves",
@@ -810,3 +813,84 @@ def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+# ----------------------------------------------------------------------------
+# JAX's dict order, and the rest of jax.tree_util's names
+
+
+def test_dicts_unflatten_with_sorted_keys_as_in_jax():
+    assert list(tree_map(lambda x: x, {"b": 1, "a": 2})) == ["a", "b"]
+    assert list(tree_map(lambda x: x, {"z": {"y": 1, "x": 2}})["z"]) == ["x", "y"]
+    leaves, treedef = tree_flatten({"b": 1, "a": 2})
+    assert leaves == [2, 1] and list(tree_unflatten(treedef, leaves)) == ["a", "b"]
+    assert treedef == tree_structure({"a": 0, "b": 0})
+    counts = collections.defaultdict(int, b=1, a=2)
+    mapped = tree_map(lambda x: x * 10, counts)
+    assert isinstance(mapped, collections.defaultdict) and mapped.default_factory is int
+    assert list(mapped.items()) == [("a", 20), ("b", 10)]
+    ordered = collections.OrderedDict(b=1, a=2)  # insertion order is its meaning
+    assert list(tree_map(lambda x: x, ordered)) == ["b", "a"]
+    assert list(tree_map_with_path(lambda p, x: x, {"b": 1, "a": 2})) == ["a", "b"]
+
+
+def test_dict_keys_that_cannot_be_sorted_raise_value_error_as_in_jax():
+    for fn in (tree_leaves, tree_flatten, tree_structure, lambda t: tree_map(abs, t)):
+        with pytest.raises(ValueError, match="sorting pytree dictionary keys"):
+            fn({1: 1, "a": 2})
+
+
+def test_flatten_one_level():
+    assert tree_util.flatten_one_level({"b": 1, "a": (2, 3)}) == (((2, 3), 1), ("a", "b"))
+    assert tree_util.flatten_one_level((1, 2)) == ((1, 2), None)
+    assert tree_util.flatten_one_level(None) == ((), None)
+    assert tree_util.flatten_one_level_with_keys([5, 6])[0] == [(SequenceKey(0), 5),
+                                                                (SequenceKey(1), 6)]
+    with pytest.raises(ValueError, match="can't tree-flatten type"):
+        tree_util.flatten_one_level(3)
+
+
+def test_is_tree_node_and_treedef_tuple():
+    assert tree_util.is_tree_node(dict) and tree_util.is_tree_node(type(None))
+    assert not tree_util.is_tree_node(int) and not tree_util.is_tree_node(str)
+    treedef = tree_util.treedef_tuple([tree_structure(1), tree_structure([1, 2])])
+    assert treedef == tree_structure((0, [0, 0]))
+
+
+def test_tree_broadcast_and_reduce_associative():
+    assert tree_util.tree_broadcast((1, 2), ((3, 4), {"a": 5})) == ((1, 1), {"a": 2})
+    assert tree.broadcast([7], [[0, (0, 0)]]) == [[7, (7, 7)]]
+    calls = []
+
+    def concat(a, b):
+        calls.append((a, b))
+        return a + b
+    assert tree_util.tree_reduce_associative(concat, ["a", "b", "c", "d", "e"]) == "abcde"
+    assert len(calls) == 4  # pairwise: ab, cd; abcd; abcde
+    with pytest.raises(TypeError, match="identity"):
+        tree.reduce_associative(concat, [])
+    assert tree.reduce_associative(concat, [], identity="") == ""
+
+
+def test_is_leaf_takes_path():
+    pairs, treedef = tree_flatten_with_path(
+        {"a": [1, 2], "b": 3}, is_leaf=lambda path, x: len(path) == 1 and isinstance(x, list),
+        is_leaf_takes_path=True)
+    assert pairs == [((DictKey("a"),), [1, 2]), ((DictKey("b"),), 3)]
+    assert treedef.num_leaves == 2
+    out = tree_map_with_path(lambda p, x: len(x), {"a": [1, 2]},
+                             is_leaf=lambda p, x: isinstance(x, list), is_leaf_takes_path=True)
+    assert out == {"a": 2}
+
+
+def test_default_registry_and_static_fields():
+    leaves, treedef = tree_util.default_registry.flatten({"b": 1, "a": 2})
+    assert leaves == [2, 1]
+
+    @register_dataclass
+    @dataclasses.dataclass
+    class Op:
+        x: float
+        kind: str = tree.static(default="add")
+    leaves, treedef = tree_flatten(Op(1.5))
+    assert leaves == [1.5] and tree_unflatten(treedef, [2.5]) == Op(2.5, "add")

@@ -8,9 +8,11 @@ JAX's names, callback signatures and key-path classes onto it.
 
 User registrations live in optree namespaces private to lamella, so they never
 leak into (or pick up) other libraries' optree registrations. Built-in nodes
-behave as in JAX: ``None`` is a node with no children, dict keys flatten in
-sorted order, ``OrderedDict`` in insertion order. Unlike JAX, ``collections.deque``
-and structseqs (``os.stat_result``, ...) are nodes, as optree treats them.
+behave as in JAX: ``None`` is a node with no children; dict keys flatten in
+sorted order and unflatten into dicts in that order (keys that can't be
+compared are a ValueError); ``OrderedDict`` keeps insertion order. Unlike JAX,
+``collections.deque`` and structseqs (``os.stat_result``, ...) are nodes, as
+optree treats them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ __all__ = [
     "PyTreeDef",
     "SequenceKey",
     "all_leaves",
+    "default_registry",
+    "flatten_one_level",
+    "flatten_one_level_with_keys",
+    "is_tree_node",
     "keystr",
     "register_dataclass",
     "register_pytree_node",
@@ -41,6 +47,7 @@ __all__ = [
     "register_pytree_with_keys_class",
     "register_static",
     "tree_all",
+    "tree_broadcast",
     "tree_flatten",
     "tree_flatten_with_path",
     "tree_leaves",
@@ -48,11 +55,13 @@ __all__ = [
     "tree_map",
     "tree_map_with_path",
     "tree_reduce",
+    "tree_reduce_associative",
     "tree_structure",
     "tree_transpose",
     "tree_unflatten",
     "treedef_children",
     "treedef_is_leaf",
+    "treedef_tuple",
 ]
 
 PyTreeDef = optree.PyTreeSpec
@@ -158,6 +167,37 @@ def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
 # ----------------------------------------------------------------------------
 # Flattening
 
+_SORTED_KINDS = (optree.PyTreeKind.DICT, optree.PyTreeKind.DEFAULTDICT)
+
+
+def _sorted_dict_node(node: PyTreeDef) -> PyTreeDef:
+    """A dict node rebuilt so that unflattening inserts its keys in sorted order."""
+    if node.kind not in _SORTED_KINDS:
+        return node
+    keys = node.entries()
+    try:
+        keys = sorted(keys)
+    except TypeError:
+        raise ValueError("Comparator raised exception while sorting pytree dictionary keys: "
+                         f"a dict in the tree has keys that can't be ordered ({keys!r}); "
+                         "use keys of one comparable type.") from None
+    children = dict.fromkeys(keys, optree.treespec_leaf(namespace=node.namespace))
+    if node.kind == optree.PyTreeKind.DICT:
+        return optree.treespec_dict(children, namespace=node.namespace)
+    factory = node.one_level().unflatten([None] * node.num_children).default_factory
+    return optree.treespec_defaultdict(factory, children, namespace=node.namespace)
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical(treedef: PyTreeDef) -> PyTreeDef:
+    """`treedef` with every dict's keys in sorted order, as JAX unflattens them.
+
+    optree flattens dict keys sorted but remembers the insertion order for
+    unflattening. Treedefs that differ only in that order compare equal, so
+    they share one cache entry, which is the sorted one.
+    """
+    return treedef.transform(f_node=_sorted_dict_node)
+
 
 def tree_flatten(
     tree: Any, is_leaf: Callable[[Any], bool] | None = None
@@ -169,7 +209,8 @@ def tree_flatten(
     >>> tree_flatten({'b': (1, 2), 'a': None})
     ([1, 2], PyTreeSpec({'a': None, 'b': (*, *)}))
     """
-    return optree.tree_flatten(tree, is_leaf, namespace=_NAMESPACE)
+    leaves, treedef = optree.tree_flatten(tree, is_leaf, namespace=_NAMESPACE)
+    return leaves, _canonical(treedef)
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
@@ -180,7 +221,7 @@ def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
     [4, (5, 6)]
     """
     try:
-        return treedef.unflatten(leaves)
+        return _canonical(treedef).unflatten(leaves)
     except ValueError:
         # Only our own count check gets a new message; a user's unflatten_func
         # may raise ValueError too, and that must reach them unchanged.
@@ -198,7 +239,7 @@ def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list
     >>> tree_leaves({'b': [3, None], 'a': 1})
     [1, 3]
     """
-    return optree.tree_leaves(tree, is_leaf, namespace=_NAMESPACE)
+    return tree_flatten(tree, is_leaf)[0]
 
 
 def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
@@ -207,7 +248,7 @@ def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> P
     >>> tree_structure((1, [2, 3])) == tree_structure(('a', ['b', 'c']))
     True
     """
-    return optree.tree_structure(tree, is_leaf, namespace=_NAMESPACE)
+    return tree_flatten(tree, is_leaf)[1]
 
 
 def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None) -> bool:
@@ -235,6 +276,63 @@ def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
     [PyTreeSpec(*), PyTreeSpec([*, *])]
     """
     return treedef.children()
+
+
+def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
+    """The structure of a tuple whose elements have the given structures.
+
+    >>> treedef_tuple([tree_structure(1), tree_structure((1, 2))])
+    PyTreeSpec((*, (*, *)))
+    """
+    return optree.treespec_tuple(list(treedefs), namespace=_NAMESPACE)
+
+
+def is_tree_node(typ: type) -> bool:
+    """Whether values of type `typ` are pytree nodes (containers), not leaves.
+
+    >>> is_tree_node(dict), is_tree_node(int), is_tree_node(type(None))
+    (True, False, True)
+    """
+    if typ is type(None):
+        return True
+    return optree.register_pytree_node.get(typ, namespace=_NAMESPACE) is not None
+
+
+_TUPLE_CHILDREN = (optree.PyTreeKind.DICT, optree.PyTreeKind.DEFAULTDICT,
+                   optree.PyTreeKind.TUPLE, optree.PyTreeKind.NONE)
+
+
+def _one_level(tree: Any, keyed: bool) -> tuple[Any, Any]:
+    if not is_tree_node(type(tree)):
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    children, metadata, entries, _ = optree.tree_flatten_one_level(tree, namespace=_NAMESPACE)
+    kind = tree_structure(tree).kind
+    if kind in _TUPLE_CHILDREN:
+        children = tuple(children)
+    if isinstance(tree, dict):
+        metadata = tuple(metadata)
+    if keyed:
+        paths = tree_flatten_with_path(tree, is_leaf=lambda x: x is not tree)[0]
+        children = type(children)((path[0], child) for (path, _), child in zip(paths, children))
+    return children, metadata
+
+
+def flatten_one_level(tree: Any) -> tuple[Iterable[Any], Hashable]:
+    """The children of the root node and its static data (dict keys, a node's aux data).
+
+    >>> flatten_one_level({'b': 1, 'a': (2, 3)})
+    (((2, 3), 1), ('a', 'b'))
+    """
+    return _one_level(tree, keyed=False)
+
+
+def flatten_one_level_with_keys(tree: Any) -> tuple[Iterable[tuple[KeyEntry, Any]], Hashable]:
+    """Like `flatten_one_level`, each child paired with its key-path entry.
+
+    >>> flatten_one_level_with_keys({'b': 1, 'a': 2})
+    (((DictKey(key='a'), 2), (DictKey(key='b'), 1)), ('a', 'b'))
+    """
+    return _one_level(tree, keyed=True)
 
 
 # ----------------------------------------------------------------------------
@@ -277,11 +375,13 @@ def tree_map(
     >>> tree_map(lambda x, y: x + y, {'a': 1, 'b': (2, 3)}, {'a': 10, 'b': (20, 30)})
     {'a': 11, 'b': (22, 33)}
     """
+    leaves, treedef = tree_flatten(tree, is_leaf)
     try:
-        return optree.tree_map(f, tree, *rest, is_leaf=is_leaf, namespace=_NAMESPACE)
+        rest_leaves = [treedef.flatten_up_to(other) for other in rest]
     except ValueError:
         _raise_if_structures_differ("tree_map", tree, rest, is_leaf)
         raise
+    return treedef.unflatten(map(f, leaves, *rest_leaves))
 
 
 _NO_INITIALIZER = object()
@@ -315,6 +415,39 @@ def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool
     return all(tree_leaves(tree, is_leaf))
 
 
+def tree_broadcast(prefix_tree: Any, full_tree: Any,
+                   is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """`prefix_tree`'s leaves repeated over the subtrees of `full_tree` they cover.
+
+    >>> tree_broadcast((1, 2), ((3, 4), {'a': 5}))
+    ((1, 1), {'a': 2})
+    """
+    leaves, treedef = tree_flatten(prefix_tree, is_leaf)
+    subtrees = treedef.flatten_up_to(full_tree)
+    return treedef.unflatten([tree_map(lambda _, v=value: v, sub, is_leaf=is_leaf)
+                              for value, sub in zip(leaves, subtrees)])
+
+
+def tree_reduce_associative(operation: Callable[[_T, _T], _T], tree: Any,
+                            identity: Any = _NO_INITIALIZER,
+                            is_leaf: Callable[[Any], bool] | None = None) -> _T:
+    """Reduces the leaves with an associative `operation`, pairwise in a balanced tree
+    (depth log n), so each step's operations are independent.
+
+    >>> tree_reduce_associative(lambda a, b: a + b, [1, 2, 3, 4])
+    10
+    """
+    values = tree_leaves(tree, is_leaf)
+    if not values:
+        if identity is _NO_INITIALIZER:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    while len(values) > 1:
+        paired = [operation(a, b) for a, b in zip(values[::2], values[1::2])]
+        values = paired + values[len(paired) * 2:]
+    return values[0]
+
+
 def tree_transpose(
     outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose: Any
 ) -> Any:
@@ -343,8 +476,9 @@ def tree_transpose(
             f"{outer_treedef} of inner structure {inner_treedef} is {expected}"
         )
     n = inner_treedef.num_leaves
+    outer, inner = _canonical(outer_treedef), _canonical(inner_treedef)
     # Outer-major order: the leaves at inner position j are every n-th from j.
-    return inner_treedef.unflatten([outer_treedef.unflatten(leaves[j::n]) for j in range(n)])
+    return inner.unflatten([outer.unflatten(leaves[j::n]) for j in range(n)])
 
 
 # ----------------------------------------------------------------------------
@@ -352,9 +486,11 @@ def tree_transpose(
 
 
 def _flatten_with_keys(
-    tree: Any, is_leaf: Callable[[Any], bool] | None
+    tree: Any, is_leaf: Callable[..., bool] | None, is_leaf_takes_path: bool = False
 ) -> tuple[list[KeyPath], list[Any], PyTreeDef]:
     """Flatten in the key-path namespace, translating optree's entries into JAX key objects."""
+    if is_leaf_takes_path and is_leaf is not None:
+        return _flatten_with_path_predicate(tree, is_leaf)
     accessors, leaves, treedef = optree.tree_flatten_with_accessor(
         tree, is_leaf, namespace=_KEYS_NAMESPACE
     )
@@ -362,29 +498,58 @@ def _flatten_with_keys(
     return paths, leaves, treedef
 
 
+def _flatten_with_path_predicate(
+    tree: Any, is_leaf: Callable[[KeyPath, Any], bool]
+) -> tuple[list[KeyPath], list[Any], PyTreeDef]:
+    """Flattening where `is_leaf(path, x)` sees each node's key path (one level at a time)."""
+    paths: list[KeyPath] = []
+    leaves: list[Any] = []
+    stopped: set[int] = set()
+
+    def visit(path: KeyPath, x: Any) -> None:
+        if x is not None and (is_leaf(path, x) or not is_tree_node(type(x))):
+            stopped.add(id(x))
+            paths.append(path)
+            leaves.append(x)
+            return
+        if x is None:
+            return
+        for key, child in flatten_one_level_with_keys(x)[0]:
+            visit(path + (key,), child)
+
+    visit((), tree)
+    treedef = optree.tree_structure(tree, lambda x: id(x) in stopped, namespace=_KEYS_NAMESPACE)
+    return paths, leaves, treedef
+
+
 def tree_flatten_with_path(
-    tree: Any, is_leaf: Callable[[Any], bool] | None = None
+    tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
 ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
     """Like :func:`tree_flatten`, pairing each leaf with its key path.
+
+    With ``is_leaf_takes_path=True``, ``is_leaf(path, x)`` also sees the key path.
 
     >>> pairs, treedef = tree_flatten_with_path({'a': [1, 2]})
     >>> pairs
     [((DictKey(key='a'), SequenceKey(idx=0)), 1), ((DictKey(key='a'), SequenceKey(idx=1)), 2)]
     """
-    paths, leaves, _ = _flatten_with_keys(tree, is_leaf)
+    paths, leaves, _ = _flatten_with_keys(tree, is_leaf, is_leaf_takes_path)
     # The key-path namespace's treedef would compare unequal to tree_structure's.
+    if is_leaf_takes_path and is_leaf is not None:
+        leaf_ids = {id(x) for x in leaves}
+        return list(zip(paths, leaves)), tree_structure(tree, lambda x: id(x) in leaf_ids)
     return list(zip(paths, leaves)), tree_structure(tree, is_leaf)
 
 
 def tree_leaves_with_path(
-    tree: Any, is_leaf: Callable[[Any], bool] | None = None
+    tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
 ) -> list[tuple[KeyPath, Any]]:
     """The leaves of a pytree, each paired with its key path.
 
     >>> [(keystr(p), x) for p, x in tree_leaves_with_path({'a': (1, {'b': 2})})]
     [("['a'][0]", 1), ("['a'][1]['b']", 2)]
     """
-    paths, leaves, _ = _flatten_with_keys(tree, is_leaf)
+    paths, leaves, _ = _flatten_with_keys(tree, is_leaf, is_leaf_takes_path)
     return list(zip(paths, leaves))
 
 
@@ -392,20 +557,21 @@ def tree_map_with_path(
     f: Callable[..., Any],
     tree: Any,
     *rest: Any,
-    is_leaf: Callable[[Any], bool] | None = None,
+    is_leaf: Callable[..., bool] | None = None,
+    is_leaf_takes_path: bool = False,
 ) -> Any:
     """Like :func:`tree_map`, but calls ``f(path, leaf, *rest_leaves)``.
 
     >>> tree_map_with_path(lambda p, x: f'{keystr(p)}={x}', {'a': [1, 2]})
     {'a': ["['a'][0]=1", "['a'][1]=2"]}
     """
-    paths, leaves, treedef = _flatten_with_keys(tree, is_leaf)
+    paths, leaves, treedef = _flatten_with_keys(tree, is_leaf, is_leaf_takes_path)
     try:
         rest_leaves = [treedef.flatten_up_to(other) for other in rest]
     except ValueError:
         _raise_if_structures_differ("tree_map_with_path", tree, rest, is_leaf)
         raise
-    return treedef.unflatten(map(f, paths, leaves, *rest_leaves))
+    return _canonical(treedef).unflatten(map(f, paths, leaves, *rest_leaves))
 
 
 # ----------------------------------------------------------------------------
@@ -659,6 +825,31 @@ def register_static(cls: type[_T]) -> type[_T]:
     """
     register_pytree_node(cls, lambda x: ((), x), lambda x, _: x)
     return cls
+
+
+class PyTreeRegistry:
+    """The registry of pytree node types that lamella's tree functions use.
+
+    `default_registry.flatten(tree)` is `tree_flatten`; `register_node` is
+    `register_pytree_node`.
+    """
+
+    def flatten(self, tree: Any, leaf_predicate: Callable[[Any], bool] | None = None
+                ) -> tuple[list[Any], PyTreeDef]:
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree: Any) -> tuple[Iterable[Any], Hashable]:
+        return flatten_one_level(tree)
+
+    def register_node(self, nodetype: type, flatten_func: Callable, unflatten_func: Callable,
+                      flatten_with_keys_func: Callable | None = None) -> None:
+        register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+
+    def __repr__(self) -> str:
+        return f"<lamella PyTreeRegistry: optree namespace {_NAMESPACE!r}>"
+
+
+default_registry = PyTreeRegistry()
 
 
 # ----------------------------------------------------------------------------
