@@ -26,6 +26,7 @@ from lamella.core.dispatch import current_executor
 from lamella.core.errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
+    TracerBoolConversionError,
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
@@ -88,10 +89,10 @@ class Tracer:
                 return inner._creation_site()
         return None
 
-    def _concrete(self, conversion: str) -> Any:
+    def _concrete(self, conversion: str, error: type = ConcretizationTypeError) -> Any:
         value = self.to_concrete_value()
         if value is None:
-            raise ConcretizationTypeError(
+            raise error(
                 f"Abstract tracer value encountered where a concrete value is expected: "
                 f"a traced array of type {self.aval.str_short()} was passed to `{conversion}`. "
                 f"{self._origin()} Python control flow and conversions can't depend on "
@@ -101,7 +102,7 @@ class Tracer:
         return value
 
     def __bool__(self) -> bool:
-        return bool(self._concrete("bool"))
+        return bool(self._concrete("bool", TracerBoolConversionError))
 
     def __int__(self) -> int:
         return int(self._concrete("int"))

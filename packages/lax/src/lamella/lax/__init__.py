@@ -16,6 +16,7 @@ _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # keep jaxlib's info logs q
 from lamella.core import ShapedArray as _ShapedArray  # noqa: E402
 from lamella.core import avals as _avals  # noqa: E402
 from lamella.core import config as _config  # noqa: E402
+from lamella.core import errors as _core_errors  # noqa: E402
 from lamella.core import register_executor as _register_executor  # noqa: E402
 from lamella.core import tree_util as _tree_util  # noqa: E402
 from lamella.core.source_info import register_internal_path as _internal  # noqa: E402
@@ -348,4 +349,5 @@ _config.observe("enable_x64", _runtime.set_x64)
 _runtime.set_disable_jit(_config.read("disable_jit"))
 _config.observe("disable_jit", _runtime.set_disable_jit)
 _tree_util.on_register(_runtime.register_pytree_node)  # custom pytrees stay on the C++ path
+_core_errors.JaxRuntimeError = _runtime.XlaRuntimeError  # what XLA raises
 _register_executor(_XlaExecutor())

@@ -1,4 +1,6 @@
-"""JAX's type promotion for lamella.numpy: the lattice, weak types, dtype helpers.
+"""Dtypes in lamella.numpy: scalar types, JAX's type promotion (the lattice lives in
+lamella.core.dtypes and is re-exported here) and the promotion helpers the
+numpy functions use.
 
 Promotion is the least upper bound in a lattice (not NumPy's value-based
 table). Python scalars are *weakly typed*: they sit at the bottom of their kind
@@ -22,7 +24,16 @@ import ml_dtypes
 import numpy as np
 from lamella.core import device_put
 from lamella.core import dtypes as core_dtypes
-from lamella.core.trace import aval_of
+from lamella.core.dtypes import (
+    TypePromotionError,
+    _dtype_and_weak_type,
+    _raw_dtype,
+    finfo,
+    iinfo,
+    issubdtype,
+    promote_types,
+    result_type,
+)
 from lamella.lax.conversion import convert_element_type
 
 __all__ = [
@@ -32,181 +43,6 @@ __all__ = [
     "promote_dtypes_complex", "promote_dtypes_inexact", "promote_dtypes_numeric",
     "promote_types", "result_type", "uint8", "uint16", "uint32", "uint64",
 ]
-
-
-class TypePromotionError(ValueError):
-    """Raised when two dtypes have no implicit promotion (e.g. float8 with float32)."""
-
-
-# --- the lattice ---------------------------------------------------------------
-# Nodes are dtype names plus three weak kinds; names (not np.dtype objects) keep
-# lookups exact, since np.dtype("int64") == int compares equal.
-_WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX = "i*", "f*", "c*"
-_WEAK_NODES = (_WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX)
-
-# ml_dtypes' narrow floats have no implicit promotion to wider floats, so they
-# sit directly above the weak float and below nothing.
-_NARROW_FLOATS = tuple(
-    name for name in ("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
-                      "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
-                      "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")
-    if hasattr(ml_dtypes, name))
-
-_EDGES: dict[str, tuple[str, ...]] = {
-    "bool": (_WEAK_INT,),
-    _WEAK_INT: ("uint8", "int8"),
-    # An unsigned type's successor on the signed side is the next wider signed
-    # type, which holds both; uint64 has none, so it meets signed ints at f*.
-    "uint8": ("uint16", "int16"),
-    "uint16": ("uint32", "int32"),
-    "uint32": ("uint64", "int64"),
-    "uint64": (_WEAK_FLOAT,),
-    "int8": ("int16",),
-    "int16": ("int32",),
-    "int32": ("int64",),
-    "int64": (_WEAK_FLOAT,),
-    _WEAK_FLOAT: ("float16", "bfloat16", _WEAK_COMPLEX, *_NARROW_FLOATS),
-    "float16": ("float32",),
-    "bfloat16": ("float32",),
-    "float32": ("float64", "complex64"),
-    "float64": ("complex128",),
-    _WEAK_COMPLEX: ("complex64",),
-    "complex64": ("complex128",),
-    "complex128": (),
-    **{name: () for name in _NARROW_FLOATS},
-}
-
-
-def _upper_bounds() -> dict[str, frozenset[str]]:
-    """Each node's set of upper bounds (itself included): the transitive closure."""
-    closure: dict[str, frozenset[str]] = {}
-
-    def visit(node: str) -> frozenset[str]:
-        if node not in closure:
-            above = {node}
-            for succ in _EDGES[node]:
-                above |= visit(succ)
-            closure[node] = frozenset(above)
-        return closure[node]
-
-    for node in _EDGES:
-        visit(node)
-    return closure
-
-
-_UPPER = _upper_bounds()
-
-_WEAK_DEFAULTS = {
-    _WEAK_INT: np.dtype("int64"), _WEAK_FLOAT: np.dtype("float64"),
-    _WEAK_COMPLEX: np.dtype("complex128"),
-}
-
-
-def _least_upper_bound(nodes: set[str]) -> str:
-    common = frozenset.intersection(*(_UPPER[n] for n in nodes))
-    # The join is the common bound that every other common bound lies above.
-    for candidate in common:
-        if common <= _UPPER[candidate]:
-            return candidate
-    names = ", ".join(sorted(nodes))
-    raise TypePromotionError(
-        f"Input dtypes ({names}) have no implicit promotion path; narrow float types "
-        "(float8, float6, float4) do not promote implicitly. Convert explicitly, "
-        "e.g. x.astype('float32').")
-
-
-def _node(dt: np.dtype, weak: bool) -> str:
-    if weak:
-        if dt.kind in "iu":
-            return _WEAK_INT
-        if core_dtypes.is_float(dt):
-            return _WEAK_FLOAT
-        if dt.kind == "c":
-            return _WEAK_COMPLEX
-    if dt.name not in _EDGES:
-        raise TypePromotionError(f"dtype {dt} does not take part in type promotion")
-    return dt.name
-
-
-def _node_dtype(node: str) -> np.dtype:
-    return _WEAK_DEFAULTS[node] if node in _WEAK_NODES else np.dtype(getattr(ml_dtypes, node, node))
-
-
-# --- reading dtypes off arguments ----------------------------------------------
-_PYTHON_WEAK_TYPES = {int: np.dtype("int64"), float: np.dtype("float64"),
-                      complex: np.dtype("complex128")}
-
-
-def _is_dtype_like(x: Any) -> bool:
-    return isinstance(x, (np.dtype, str, type, _ScalarType))
-
-
-def _dtype_and_weak_type(x: Any) -> tuple[np.dtype, bool]:
-    """The (uncanonicalized for dtype specs) dtype of `x` and whether it is weak."""
-    if x is None:
-        return np.dtype("float64"), False
-    # The Python types int/float/complex stand for weakly typed scalars, as in JAX.
-    for py_type, default in _PYTHON_WEAK_TYPES.items():
-        if x is py_type:
-            return default, True
-    if _is_dtype_like(x):
-        return np.dtype(x), False
-    aval = aval_of(x)
-    return aval.dtype, aval.weak_type
-
-
-def _lattice_result_type(*args: Any) -> tuple[np.dtype, bool]:
-    """The uncanonicalized join of `args` and whether it is weakly typed."""
-    if not args:
-        raise ValueError("at least one array or dtype is required")
-    pairs = [_dtype_and_weak_type(a) for a in args]
-    found = {d for d, _ in pairs}
-    weak_flags = [w for _, w in pairs]
-    if len(pairs) == 1:
-        out, weak = pairs[0]
-    elif len(found) == 1 and not all(weak_flags):
-        # Identical dtypes need no lattice, which also admits dtypes outside it.
-        out, weak = found.pop(), False
-    elif all(weak_flags):
-        # All weak: join the concrete dtypes (weak float16 with weak float32 is
-        # float32) and keep the result weak.
-        out, weak = _node_dtype(_least_upper_bound({_node(d, False) for d in found})), True
-    else:
-        node = _least_upper_bound({_node(d, w) for d, w in pairs})
-        out, weak = _node_dtype(node), node in _WEAK_NODES
-    return out, weak and out != np.dtype(bool)
-
-
-def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
-    """The dtype JAX's promotion gives `args`: arrays, dtypes, scalar types or Python scalars.
-
-    >>> result_type(float16(1), 2.0)
-    dtype('float16')
-    >>> result_type(2, 2.0, return_weak_type_flag=True)
-    (dtype('float32'), True)
-    >>> result_type(int32, uint32)        # int64, canonicalized without x64
-    dtype('int32')
-    """
-    out, weak = _lattice_result_type(*args)
-    out = core_dtypes.canonicalize_dtype(out)
-    return (out, weak) if return_weak_type_flag else out
-
-
-def promote_types(a: Any, b: Any) -> np.dtype:
-    """The least upper bound of two dtypes, canonicalized (Python int/float/complex are weak).
-
-    >>> promote_types(uint8, int8)
-    dtype('int16')
-    >>> promote_types(bfloat16, float16)
-    dtype('float32')
-    >>> promote_types(float, float16)     # the Python type is a weak float
-    dtype('float16')
-    """
-    (da, wa), (db, wb) = _dtype_and_weak_type(a), _dtype_and_weak_type(b)
-    if da == db and wa == wb:
-        return core_dtypes.canonicalize_dtype(da)
-    return core_dtypes.canonicalize_dtype(_node_dtype(_least_upper_bound({_node(da, wa),
-                                                                          _node(db, wb)})))
 
 
 def dtype(x: Any) -> np.dtype:
@@ -220,13 +56,6 @@ def dtype(x: Any) -> np.dtype:
     dtype('int32')
     """
     return core_dtypes.canonicalize_dtype(_dtype_and_weak_type(x)[0])
-
-
-def _raw_dtype(x: Any) -> np.dtype:
-    """Like `dtype` but uncanonicalized, so `finfo(float64)` describes float64."""
-    if _is_dtype_like(x) or x is None:
-        return np.dtype(x if x is not None else "float64")
-    return aval_of(x).dtype
 
 
 def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
@@ -243,34 +72,6 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
         # As in NumPy 2: the answer for a Python scalar used to depend on its value.
         raise TypeError("can_cast does not accept Python scalars; pass a dtype or an array")
     return bool(np.can_cast(_raw_dtype(from_), _raw_dtype(to), casting=casting))
-
-
-# --- classification --------------------------------------------------------------
-_FLOAT_ANCESTORS = (np.floating, np.inexact, np.number, np.generic)
-_ABSTRACT_SCALARS = frozenset({np.generic, np.number, np.integer, np.signedinteger,
-                               np.unsignedinteger, np.inexact, np.floating,
-                               np.complexfloating, np.flexible, np.character})
-
-
-def issubdtype(arg1: Any, arg2: Any) -> bool:
-    """`np.issubdtype` that also files bfloat16 and the float8 family under np.floating.
-
-    >>> issubdtype(bfloat16, np.floating)
-    True
-    >>> issubdtype(int8, np.floating)
-    False
-    """
-    if isinstance(arg1, _ScalarType):
-        arg1 = arg1.dtype
-    if isinstance(arg2, _ScalarType):
-        arg2 = arg2.dtype
-    if isinstance(arg1, type) and arg1 in _ABSTRACT_SCALARS:
-        return bool(np.issubdtype(arg1, arg2))
-    dt = np.dtype(arg1)
-    # ml_dtypes' floats subclass np.generic directly, so NumPy says no here.
-    if core_dtypes.is_float(dt) and any(arg2 is ancestor for ancestor in _FLOAT_ANCESTORS):
-        return True
-    return bool(np.issubdtype(dt, arg2))
 
 
 _KIND_TESTS: dict[str, Callable[[np.dtype], bool]] = {
@@ -303,26 +104,6 @@ def isdtype(dtype: Any, kind: Any) -> bool:
         elif dt == np.dtype(k):
             return True
     return False
-
-
-def finfo(x: Any) -> ml_dtypes.finfo:
-    """Machine limits of a floating dtype, bfloat16 and float8 included.
-
-    >>> float(finfo(bfloat16).eps)
-    0.0078125
-    >>> finfo(float64).bits              # describes the dtype asked for
-    64
-    """
-    return ml_dtypes.finfo(_raw_dtype(x))
-
-
-def iinfo(x: Any) -> ml_dtypes.iinfo:
-    """Machine limits of an integer dtype.
-
-    >>> iinfo(int8).max
-    127
-    """
-    return ml_dtypes.iinfo(_raw_dtype(x))
 
 
 # --- scalar types ----------------------------------------------------------------

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
-from lamella.core.errors import ConcretizationTypeError
+from lamella.core.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
 from lamella.lax.conversion import convert_element_type
@@ -45,11 +45,6 @@ from lamella.numpy.util import (
 
 __all__ = ["NonConcreteBooleanIndexError", "getitem", "install", "put", "put_along_axis",
            "take", "take_along_axis"]
-
-
-class NonConcreteBooleanIndexError(IndexError):
-    """A boolean mask used as an index was traced: the result's shape would depend
-    on its values, which a traced computation cannot have."""
 
 
 # --- parsing an index into one entry per axis -------------------------------------------

@@ -68,11 +68,13 @@ def _resolve_impl(impl: Any) -> PRNGImpl:
 
 
 class PRNGKeyDType:
-    """The dtype of typed keys, printed `key<fry>`."""
+    """The dtype of typed keys, printed `key<fry>`; an extended dtype whose scalar type
+    is `lamella.core.dtypes.prng_key` (`issubdtype(keys.dtype, prng_key)` holds)."""
 
     impl = THREEFRY
     name = "key<fry>"
     kind = "V"
+    type = core_dtypes.prng_key
 
     def __repr__(self) -> str:
         return self.name
