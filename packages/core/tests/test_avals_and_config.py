@@ -9,6 +9,7 @@ import pytest
 
 import lamella.core as lc
 from lamella.core import ShapedArray, ShapeDtypeStruct, config, dtypes, get_aval
+from lamella.core.config import NO_OVERRIDE
 
 
 def test_shaped_array_basics():
@@ -53,10 +54,12 @@ def test_config_update_override_and_errors():
     with pytest.raises(AttributeError, match="Unrecognized config option: 'nonsense'"):
         config.update("nonsense", 1)
     seen = []
-    config.observe("debug_nans", seen.append)
+    config.observe("debug_nans", lambda value, local: seen.append((value, local)))
     config.update("debug_nans", True)
     config.update("debug_nans", False)
-    assert seen == [True, False]
+    with config.override("debug_nans", True):
+        pass
+    assert seen == [(True, False), (False, False), (True, True), (NO_OVERRIDE, True)]
 
 
 def test_overrides_are_thread_local():

@@ -259,9 +259,9 @@ def test_grad_with_respect_to_integers():
     assert g[1] == 4.0
 
 
-def test_grad_of_complex_input_needs_holomorphic():
+def test_grad_of_complex_output_needs_holomorphic():
     square = lambda z: P.mul(z, z)  # noqa: E731
-    with pytest.raises(TypeError, match=r"grad requires real-valued inputs .* got complex64\. "
+    with pytest.raises(TypeError, match=r"grad requires real-valued outputs .* got complex64\. "
                                         r"For holomorphic differentiation, pass "
                                         r"holomorphic=True"):
         lc.grad(square)(np.complex64(1 + 1j))

@@ -662,9 +662,11 @@ def test_error_axis_size_disagrees():
         lc.vmap(P.sin, axis_size=3)(np.ones(2, np.float32))
 
 
-def test_error_in_axes_list():
-    with pytest.raises(TypeError, match=r"in_axes.*list.*use a tuple"):
-        lc.vmap(P.add, in_axes=[0, None])
+def test_in_axes_list_is_a_tuple_and_dict_is_an_error():
+    out = lc.vmap(P.add, in_axes=[0, None])(np.ones((2, 3), np.float32), np.ones(3, np.float32))
+    np.testing.assert_array_equal(out, np.full((2, 3), 2.0, np.float32))
+    with pytest.raises(TypeError, match=r"in_axes must be an int, None, or a tuple"):
+        lc.vmap(P.add, in_axes={"a": 0})
 
 
 def test_error_in_axes_tuple_wrong_length():

@@ -10,28 +10,68 @@ higher layer (lamella.lax) registers the XLA executor.
 array([1., 1., 1.], dtype=float32)
 """
 
-from lamella.core import ad, batching, partial_eval, tree, tree_util
+from lamella.core import ad, batching, dtypes, errors, partial_eval, stages, tree, tree_util
+from lamella.core.array import Array
 from lamella.core.autodiff_api import (
                                    grad,
                                    hessian,
                                    jacfwd,
+                                   jacobian,
                                    jacrev,
                                    jvp,
+                                   linear_transpose,
                                    linearize,
                                    value_and_grad,
                                    vjp,
 )
 from lamella.core.avals import ShapedArray, ShapeDtypeStruct, get_aval
 from lamella.core.checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat, remat_p
-from lamella.core.config import config, disable_jit, enable_x64
+from lamella.core.config import (
+                                   check_tracer_leaks,
+                                   checking_leaks,
+                                   config,
+                                   debug_infs,
+                                   debug_nans,
+                                   default_device,
+                                   default_matmul_precision,
+                                   default_prng_impl,
+                                   disable_jit,
+                                   enable_checks,
+                                   enable_x64,
+                                   explain_cache_misses,
+                                   log_compiles,
+                                   numpy_dtype_promotion,
+                                   numpy_rank_promotion,
+                                   transfer_guard,
+                                   transfer_guard_device_to_device,
+                                   transfer_guard_device_to_host,
+                                   transfer_guard_host_to_device,
+)
 from lamella.core.custom_derivatives import (
                                    SymbolicZero,
+                                   closure_convert,
+                                   custom_gradient,
                                    custom_jvp,
                                    custom_jvp_call_p,
                                    custom_vjp,
                                    custom_vjp_call_p,
 )
-from lamella.core.devices import block_until_ready, device_get, device_put, devices
+from lamella.core.devices import (
+                                   Device,
+                                   block_until_ready,
+                                   copy_to_host_async,
+                                   default_backend,
+                                   device_count,
+                                   device_get,
+                                   device_put,
+                                   devices,
+                                   live_arrays,
+                                   local_device_count,
+                                   local_devices,
+                                   make_array_from_callback,
+                                   print_environment_info,
+                                   typeof,
+)
 from lamella.core.dispatch import register_executor
 from lamella.core.dtypes import canonicalize_dtype, float0
 from lamella.core.errors import (
@@ -51,25 +91,16 @@ from lamella.core.jaxpr import (
                                    eval_jaxpr,
                                    jaxpr_as_fun,
 )
-from lamella.core.jit import Compiled, JitFunction, Lowered, Traced, jit, jit_p
+from lamella.core.jit import JitFunction, jit, jit_p
 from lamella.core.make_jaxpr import eval_shape, make_jaxpr
 from lamella.core.primitive import Primitive
+from lamella.core.source_info import named_call, named_scope
+from lamella.core.stages import Compiled, Lowered, Traced
+from lamella.core.staging import ensure_compile_time_eval
 from lamella.core.structural import stop_gradient
 from lamella.core.trace import Trace, Tracer
 from lamella.core.vmap_api import vmap
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ClosedJaxpr", "Compiled", "ConcretizationTypeError", "Jaxpr", "JaxprEqn", "JaxprTypeError",
-    "JitFunction", "Literal", "Lowered", "Primitive", "ShapeDtypeStruct", "ShapedArray",
-    "SymbolicZero", "Trace", "Traced", "Tracer", "TracerArrayConversionError",
-    "TracerIntegerConversionError", "UnexpectedTracerError", "Var", "ad", "batching",
-    "block_until_ready", "canonicalize_dtype", "check_jaxpr", "checkpoint", "checkpoint_name",
-    "checkpoint_policies", "config", "custom_jvp", "custom_jvp_call_p", "custom_vjp",
-    "custom_vjp_call_p", "device_get", "device_put", "devices", "disable_jit", "enable_x64",
-    "eval_jaxpr", "eval_shape", "float0", "get_aval", "grad", "hessian", "jacfwd", "jacrev",
-    "jaxpr_as_fun", "jit", "jit_p", "jvp", "linearize", "make_jaxpr", "partial_eval",
-    "register_executor", "remat", "remat_p", "stop_gradient", "tree", "tree_util",
-    "value_and_grad", "vjp", "vmap",
-]
+__all__ = sorted(name for name in dir() if not name.startswith("_"))

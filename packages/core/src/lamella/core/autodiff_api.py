@@ -19,12 +19,13 @@ import numpy as np
 from lamella.core import dtypes
 from lamella.core.ad import backward_pass, jvp_flat
 from lamella.core.api_util import flatten_outputs, fun_name, fun_source
+from lamella.core.dispatch import current_executor
 from lamella.core.jaxpr import DebugInfo, Jaxpr, eval_jaxpr
 from lamella.core.partial_eval import PartialEvalTrace
-from lamella.core.rules import UndefinedPrimal, Zero, instantiate_zeros
+from lamella.core.rules import UndefinedPrimal, Zero, instantiate_zeros, scalar_like
 from lamella.core.staging import StagingTrace
 from lamella.core.structural import reshape, transpose
-from lamella.core.trace import aval_of, current_trace, set_current_trace
+from lamella.core.trace import EvalTrace, Tracer, aval_of, current_trace, set_current_trace
 from lamella.core.tree_util import Partial, PyTreeDef, tree_flatten, tree_unflatten
 from lamella.core.vmap_api import vmap
 
@@ -171,7 +172,14 @@ def _linear_fun(jaxpr: Jaxpr, in_tree, out_tree, in_avals, residuals, *tangents)
     return tree_unflatten(out_tree, eval_jaxpr(jaxpr, residuals, *flat))
 
 
-def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
+def _no_reduce_axes(what: str, reduce_axes: Sequence[Any]) -> None:
+    if reduce_axes:
+        raise NotImplementedError(f"The reduce_axes argument to {what} was removed from JAX; "
+                                  "sum the gradients over named axes with psum instead.")
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False,
+        reduce_axes: Sequence[Any] = ()) -> tuple[Any, ...]:
     """Reverse-mode derivative: `(fun(*primals), vjp_fun)` with
     `vjp_fun(cotangent) -> tuple of cotangents, one per primal`.
 
@@ -190,6 +198,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     >>> f_vjp(np.float32(2.0))
     (array([2., 2., 2.], dtype=float32),)
     """
+    _no_reduce_axes("vjp", reduce_axes)
     lin = _Linearized(fun, primals, has_aux, "vjp")
     f_vjp = Partial(_pullback, lin.jaxpr, lin.in_tree, lin.out_tree, lin.out_avals,
                     lin.residuals)
@@ -209,10 +218,27 @@ def _pullback(jaxpr: Jaxpr, in_tree, out_tree, out_avals, residuals, cotangent):
             raise ValueError(f"Shape of cotangent input to vjp pullback function "
                              f"{ct_aval.shape} must be the same as the shape of the "
                              f"corresponding primal output {out.shape}.")
+        expected = dtypes.tangent_dtype(out.dtype)
+        if ct_aval.dtype != expected and ct_aval.dtype != dtypes.float0:
+            raise ValueError(f"Type of cotangent input to vjp pullback function "
+                             f"({dtypes.short_name(ct_aval.dtype)}) is not the expected tangent "
+                             f"type ({dtypes.short_name(expected)}) of corresponding primal "
+                             f"output with dtype {out.dtype.name}.")
         cts.append(Zero(ct_aval) if ct_aval.dtype == dtypes.float0 else ct)
     undefined = [UndefinedPrimal(v.aval) for v in jaxpr.invars]
     cts_in = backward_pass(jaxpr, residuals, undefined, cts)
-    return tree_unflatten(in_tree, [instantiate_zeros(ct) for ct in cts_in])
+    return tree_unflatten(in_tree, [as_result(instantiate_zeros(ct)) for ct in cts_in])
+
+
+def as_result(x: Any) -> Any:
+    """A value a transformation returns to the user: the executor's array type (a Python
+    number or NumPy value made by a rule is put on the device; tracers stay)."""
+    if isinstance(x, Tracer) or not (isinstance(x, (np.ndarray, np.generic))
+                                     or dtypes.is_python_scalar(x)):
+        return x
+    if isinstance(current_trace(), EvalTrace):
+        return current_executor().device_put(x)
+    return x
 
 
 # ---------------------------------------------------------------------------
@@ -246,12 +272,6 @@ def _check_input_dtypes(what: str, holomorphic: bool, allow_int: bool, dyn: tupl
             if not dtypes.is_complex(dtype):
                 raise TypeError(f"{what} with holomorphic=True requires inputs with complex "
                                 f"dtype, but got {dtype.name}.")
-        elif dtypes.is_complex(dtype):
-            raise TypeError(f"{what} requires real-valued inputs (input dtype that is a "
-                            f"sub-dtype of np.floating), but got {dtype.name}. For holomorphic "
-                            "differentiation, pass holomorphic=True. For differentiation of "
-                            "non-holomorphic functions involving complex inputs, use vjp "
-                            "directly.")
         elif not dtypes.is_inexact(dtype) and not allow_int:
             raise TypeError(f"{what} requires real- or complex-valued inputs (input dtype that "
                             f"is a sub-dtype of np.inexact), but got {dtype.name}. If you want "
@@ -260,7 +280,8 @@ def _check_input_dtypes(what: str, holomorphic: bool, allow_int: bool, dyn: tupl
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   holomorphic: bool = False, allow_int: bool = False) -> Callable:
+                   holomorphic: bool = False, allow_int: bool = False,
+                   reduce_axes: Sequence[Any] = ()) -> Callable:
     """A function returning `(fun(*args), gradient of fun w.r.t. args[argnums])`.
 
     Args:
@@ -279,6 +300,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     >>> value_and_grad(lambda x: reduce_sum(x, (0,)))(np.ones(2, np.float32))
     (np.float32(2.0), array([1., 1.], dtype=float32))
     """
+    _no_reduce_axes("value_and_grad", reduce_axes)
     nums = _argnums_tuple(argnums)
     name = fun_name(fun)
 
@@ -306,7 +328,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                             "differentiation of non-holomorphic functions involving complex "
                             "outputs, use vjp directly.")
         grads = _pullback(lin.jaxpr, lin.in_tree, lin.out_tree, lin.out_avals, lin.residuals,
-                          np.ones((), out_aval.dtype))
+                          scalar_like(1, out_aval))
         grads = grads[0] if isinstance(argnums, int) else grads
         value = lin.primal_outs[0]
         return ((value, lin.aux), grads) if has_aux else (value, grads)
@@ -315,7 +337,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-         holomorphic: bool = False, allow_int: bool = False) -> Callable:
+         holomorphic: bool = False, allow_int: bool = False,
+         reduce_axes: Sequence[Any] = ()) -> Callable:
     """The gradient of a scalar function with respect to `args[argnums]`.
 
     Args:
@@ -335,6 +358,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     >>> grad(lambda x: reduce_sum(x, (0,)))(np.ones(2, np.float32))
     array([1., 1.], dtype=float32)
     """
+    _no_reduce_axes("grad", reduce_axes)
     value_and_grad_f = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
     @functools.wraps(fun)
@@ -492,3 +516,58 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
     """
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
                   has_aux=has_aux, holomorphic=holomorphic)
+
+
+jacobian = jacrev
+"""`jax.jacobian`: the Jacobian by reverse mode, `jacrev` itself."""
+
+
+def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence[Any] = ()) -> Callable:
+    """The transpose of a linear function, as a function of output cotangents.
+
+    `primals` (arrays or ShapeDtypeStructs) give the input types; `fun` must be
+    linear in them. The result maps a cotangent shaped like `fun`'s output to
+    a tuple with one cotangent per primal.
+
+    Args:
+      fun: a linear function of arrays (or pytrees of arrays).
+      *primals: example inputs; only their shapes and dtypes are used.
+
+    Returns:
+      `transpose_fun(cotangent) -> tuple of input cotangents`.
+
+    >>> import numpy as np
+    >>> from lamella.core.structural import reduce_sum
+    >>> transpose_fun = linear_transpose(lambda x: reduce_sum(x, (0,)), np.ones(3, np.float32))
+    >>> transpose_fun(np.float32(2.0))
+    (array([2., 2., 2.], dtype=float32),)
+    """
+    _no_reduce_axes("linear_transpose", reduce_axes)
+    flat_primals, in_tree = tree_flatten(tuple(primals))
+    in_avals = [aval_of(p) for p in flat_primals]
+    for aval in in_avals:
+        if not dtypes.is_inexact(aval.dtype):
+            raise TypeError(f"linear_transpose only supports float and complex inputs, got "
+                            f"{aval.str_short()}")
+    flat, trees = _flat_fun(fun, in_tree, False, "linear_transpose")
+    staging = StagingTrace(DebugInfo("linear_transpose", fun_name(fun), fun_source(fun), None))
+    args = [staging.new_arg(a) for a in in_avals]
+    with set_current_trace(staging):
+        outs = flat(*args)
+    jaxpr, consts = staging.to_jaxpr(outs)
+    out_tree = trees["out"]
+    out_avals = [v.aval for v in jaxpr.outvars]
+
+    def transpose_fun(out_cotangent: Any) -> tuple[Any, ...]:
+        cts, tree = tree_flatten(out_cotangent)
+        got = [aval_of(c) for c in cts]
+        if tree != out_tree or any(g.shape != a.shape or g.dtype != a.dtype
+                                   for g, a in zip(got, out_avals)):
+            raise TypeError("cotangent type does not match function output, expected "
+                            f"{out_tree.unflatten([a.str_short() for a in out_avals])} but got "
+                            f"{tree.unflatten([g.str_short() for g in got])}")
+        undefined = [UndefinedPrimal(a) for a in in_avals]
+        cts_in = backward_pass(jaxpr, consts, undefined, cts)
+        return tree_unflatten(in_tree, [as_result(instantiate_zeros(ct)) for ct in cts_in])
+
+    return transpose_fun

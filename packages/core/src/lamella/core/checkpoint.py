@@ -14,17 +14,30 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
-from lamella.core import partial_eval
-from lamella.core.api_util import abstractify_args, flatten_outputs, fun_name
+from lamella.core import ad, dtypes, partial_eval
+from lamella.core.api_util import (
+    abstractify_args,
+    as_tuple,
+    flatten_outputs,
+    fun_name,
+    fun_signature,
+    resolve_static,
+)
 from lamella.core.call_rules import register_call_rules
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Var, dce_jaxpr, eval_jaxpr
 from lamella.core.primitive import Primitive
 from lamella.core.rules import deflinear, defvectorized
 from lamella.core.staging import trace_subjaxpr, trace_to_jaxpr
 from lamella.core.trace import set_current_trace
-from lamella.core.tree_util import tree_flatten, tree_map, tree_unflatten
+from lamella.core.tree_util import (
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_map,
+    tree_unflatten,
+)
 from lamella.core.util import merge_lists, partition_list
 
 
@@ -42,10 +55,43 @@ remat_p.def_impl(lambda *args, jaxpr, **_: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts,
 remat_p.def_abstract_eval(lambda *avals, jaxpr, **_: jaxpr.out_avals)
 
 
+class SaveableType:
+    """What a policy returns to save a value (as `True` does)."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "Saveable"
+
+
+class RecomputeType:
+    """What a policy returns to recompute a value (as `False` does)."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "Recompute"
+
+
+Saveable = SaveableType()
+Recompute = RecomputeType()
+
+
+class Offloadable(NamedTuple):
+    """What a policy returns to save a value in another memory (`src` -> `dst`, e.g.
+    'device' -> 'pinned_host'). A CPU's device memory is host memory: the value is saved."""
+
+    src: str
+    dst: str
+
+
 def _saveable(policy: Callable | None, eqn) -> bool:
     if policy is None:
         return False
-    return bool(policy(eqn.primitive, *[v.aval for v in eqn.invars], **eqn.params))
+    decision = policy(eqn.primitive, *[v.aval for v in eqn.invars], **eqn.params)
+    return isinstance(decision, Offloadable) or bool(decision)
 
 
 def _remat_partial_eval(trace, args, *, jaxpr, prevent_cse, differentiated, policy):
@@ -114,8 +160,6 @@ defvectorized(name_p)
 def checkpoint_name(x: Any, name: str) -> Any:
     """Tags `x` (a pytree) with a name that checkpoint policies can refer to.
 
-
-
     Args:
       x: a pytree of arrays.
       name: the name a checkpoint policy can refer to
@@ -123,7 +167,6 @@ def checkpoint_name(x: Any, name: str) -> Any:
 
     Returns:
       `x`, unchanged in value.
-
     """
     return tree_map(lambda leaf: name_p.bind(leaf, name=name), x)
 
@@ -174,7 +217,42 @@ def save_any_names_but_these(*names: str) -> Callable:
     return policy
 
 
+def save_from_both_policies(policy_1: Callable, policy_2: Callable) -> Callable:
+    """Saves what either policy saves."""
+    def policy(prim, *avals, **params):
+        return bool(policy_1(prim, *avals, **params)) or bool(policy_2(prim, *avals, **params))
+    return policy
+
+
+def offload_dot_with_no_batch_dims(offload_src: str, offload_dst: str) -> Callable:
+    """Offloads (saves in `offload_dst` memory) matrix products without batch dimensions."""
+    def policy(prim, *avals, **params):
+        if dots_with_no_batch_dims_saveable(prim, *avals, **params):
+            return Offloadable(offload_src, offload_dst)
+        return Recompute
+    return policy
+
+
+def save_and_offload_only_these_names(*, names_which_can_be_saved: Sequence[str],
+                                      names_which_can_be_offloaded: Sequence[str],
+                                      offload_src: str, offload_dst: str) -> Callable:
+    """Saves values named in `names_which_can_be_saved`, offloads those in
+    `names_which_can_be_offloaded`, recomputes the rest."""
+    saved, offloaded = frozenset(names_which_can_be_saved), frozenset(names_which_can_be_offloaded)
+
+    def policy(prim, *avals, **params):
+        if prim is name_p and params["name"] in saved:
+            return Saveable
+        if prim is name_p and params["name"] in offloaded:
+            return Offloadable(offload_src, offload_dst)
+        return Recompute
+    return policy
+
+
 checkpoint_policies = SimpleNamespace(
+    save_from_both_policies=save_from_both_policies,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
     everything_saveable=everything_saveable,
     nothing_saveable=nothing_saveable,
     dots_saveable=dots_saveable,
@@ -188,7 +266,8 @@ checkpoint_policies = SimpleNamespace(
 
 
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
-               static_argnums: int | tuple[int, ...] = ()) -> Callable:
+               static_argnums: int | tuple[int, ...] = (),
+               static_argnames: str | tuple[str, ...] = ()) -> Callable:
     """Makes `fun` recompute its intermediates in the backward pass instead of saving them.
 
     Args:
@@ -197,6 +276,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
       policy: `policy(primitive, *avals, **params) -> bool` says which values may
         be saved after all (see `checkpoint_policies`); None saves only inputs.
       static_argnums: arguments passed to `fun` as Python values.
+      static_argnames: keyword arguments passed to `fun` as Python values.
 
     Returns:
       A function like `fun` whose reverse-mode derivative recomputes instead of
@@ -208,13 +288,16 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
     >>> grad(checkpoint(lambda x: reduce_sum(x, (0,))))(np.ones(2, np.float32))
     array([1., 1.], dtype=float32)
     """
-    statics = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
+    statics, static_names = resolve_static(fun_signature(fun), as_tuple(static_argnums),
+                                           as_tuple(static_argnames))
     name = fun_name(fun)
 
     @functools.wraps(fun)
     def remat_fun(*args, **kwargs):
         static_pos = {i % len(args) for i in statics if -len(args) <= i < len(args)}
         dyn = [a for i, a in enumerate(args) if i not in static_pos]
+        static_kwargs = {k: v for k, v in kwargs.items() if k in static_names}
+        kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
         flat, in_tree = tree_flatten((dyn, kwargs))
         out_tree = []
 
@@ -222,7 +305,8 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
             dyn_vals, kw = tree_unflatten(in_tree, leaves)
             it = iter(dyn_vals)
             full = [a if i in static_pos else next(it) for i, a in enumerate(args)]
-            outs, tree = flatten_outputs(fun(*full, **kw), f"checkpointed {name}")
+            outs, tree = flatten_outputs(fun(*full, **kw, **static_kwargs),
+                                         f"checkpointed {name}")
             out_tree.append(tree)
             return outs
 
@@ -237,3 +321,63 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
 
 
 remat = checkpoint
+
+
+def saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> list[tuple[Any, str]]:
+    """What reverse-mode differentiation of `fun` at `args` saves for the backward pass:
+    a list of (aval, where it comes from), as `print_saved_residuals` shows it."""
+    flat_args, in_tree = tree_flatten(args)
+    out_tree = []
+
+    def flat_fun(*leaves):
+        outs, tree = flatten_outputs(fun(*tree_unflatten(in_tree, leaves), **kwargs),
+                                     fun_name(fun))
+        out_tree.append(tree)
+        return outs
+
+    avals = abstractify_args(flat_args, lambda: [f"args{i}" for i in range(len(flat_args))],
+                             f"print_saved_residuals of {fun_name(fun)}")
+    jaxpr, consts = trace_to_jaxpr(flat_fun, avals)
+    closed = ClosedJaxpr(jaxpr, consts)
+    differentiable = [dtypes.is_inexact(a.dtype) for a in avals]
+    jvp_closed, _ = ad.jvp_jaxpr(closed, differentiable)
+    unknowns = [False] * len(avals) + [True] * sum(differentiable)
+    known, _, _, num_res = partial_eval.partial_eval_jaxpr(jvp_closed, unknowns)
+    k = known.jaxpr
+    residuals = k.outvars[len(k.outvars) - num_res:]
+    producers = {v: e for e in k.eqns for v in e.outvars}
+    names = _argument_names(fun, args, in_tree)
+    described = []
+    for v in residuals:
+        if v in k.invars:
+            where = f"from the argument {names[k.invars.index(v)]}"
+        elif v in producers:
+            eqn = producers[v]
+            where = f"output of {eqn.primitive.name}"
+            if eqn.source_info is not None:
+                info = eqn.source_info
+                where += f" from {info.filename}:{info.lineno} ({info.function})"
+        else:
+            where = "a constant"
+        described.append((v.aval, where))
+    return described
+
+
+def _argument_names(fun: Callable, args: tuple, in_tree) -> list[str]:
+    params = list(fun_signature(fun).parameters) if fun_signature(fun) else []
+    names = []
+    for i, arg in enumerate(args):
+        base = params[i] if i < len(params) else f"args[{i}]"
+        names.extend(base + keystr(path) for path, _ in tree_flatten_with_path(arg)[0])
+    return names
+
+
+def print_saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> None:
+    """Prints what differentiating `fun` in reverse mode at `args` keeps in memory.
+
+    >>> import numpy as np
+    >>> from lamella.core.structural import reduce_sum
+    >>> print_saved_residuals(lambda x: reduce_sum(x, (0,)), np.ones(3, np.float32))
+    """
+    for aval, where in saved_residuals(fun, *args, **kwargs):
+        print(f"{aval.str_short()} {where}")

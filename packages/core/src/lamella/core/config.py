@@ -22,6 +22,9 @@ from typing import Any
 
 _UNSET = object()
 
+NO_OVERRIDE = object()
+"""What a flag's local observers receive when a thread's override ends without an outer one."""
+
 
 def _env_bool(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
@@ -33,16 +36,23 @@ class Config:
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
         self._help: dict[str, str] = {}
+        self._choices: dict[str, tuple | None] = {}
         self._traced: list[str] = []
-        self._observers: dict[str, list[Callable[[Any], None]]] = {}
+        self._observers: dict[str, list[Callable[[Any, bool], None]]] = {}
         self._local = threading.local()
 
-    def define(self, name: str, default: Any, help: str, affects_tracing: bool = False) -> None:
-        """Declares a flag; `affects_tracing` flags join every trace-cache key."""
+    def define(self, name: str, default: Any, help: str, affects_tracing: bool = False,
+               choices: tuple | None = None) -> Callable[..., Any]:
+        """Declares a flag; `affects_tracing` flags join every trace-cache key.
+
+        Returns the flag's context manager factory, as JAX exposes one per flag
+        (`lamella.core.log_compiles(True)`)."""
         self._values[name] = default
         self._help[name] = help
+        self._choices[name] = choices
         if affects_tracing:
             self._traced.append(name)
+        return self._context_manager(name)
 
     def _check(self, name: str) -> str:
         for prefix in ("jax_", "lamella_"):
@@ -53,11 +63,20 @@ class Config:
             raise AttributeError(f"Unrecognized config option: {name!r}. Known options: {known}.")
         return name
 
+    def _validate(self, name: str, value: Any) -> Any:
+        choices = self._choices[name]
+        if choices is not None and value not in choices:
+            raise ValueError(f"Invalid value {value!r} for config option {name!r}: expected one "
+                             f"of {', '.join(map(repr, choices))}.")
+        return value
+
     def read(self, name: str) -> Any:
-        """Returns the flag's value in this thread."""
+        """Returns the flag's value in this thread (the `jax_` prefix is optional)."""
         value = self._local.__dict__.get(name, _UNSET)
         if value is _UNSET:
-            return self._values[name]
+            value = self._values.get(name, _UNSET)
+            if value is _UNSET:
+                return self.read(self._check(name))
         return value
 
     def __getattr__(self, name: str) -> Any:
@@ -65,36 +84,63 @@ class Config:
             raise AttributeError(name)
         return self.read(self._check(name))
 
+    @property
+    def x64_enabled(self) -> bool:
+        """Whether 64-bit types are on in this thread."""
+        return bool(self.read("enable_x64"))
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every flag's value in this thread, keyed by its `jax_` name as in JAX."""
+        return {f"jax_{name}": self.read(name) for name in self._values}
+
     def update(self, name: str, value: Any) -> None:
-        """Sets a flag for the whole process, e.g. `config.update("enable_x64", True)`."""
+        """Sets a flag for the whole process, e.g. `config.update("jax_enable_x64", True)`."""
         name = self._check(name)
-        self._values[name] = value
-        self._notify(name)
+        self._values[name] = self._validate(name, value)
+        self._notify(name, value, local=False)
 
     @contextlib.contextmanager
     def override(self, name: str, value: Any) -> Iterator[None]:
         """Sets a flag for the current thread inside a `with` block."""
         name = self._check(name)
+        self._validate(name, value)
         local = self._local.__dict__
         previous = local.get(name, _UNSET)
         local[name] = value
-        self._notify(name)
+        self._notify(name, value, local=True)
         try:
             yield
         finally:
             if previous is _UNSET:
                 del local[name]
+                self._notify(name, NO_OVERRIDE, local=True)
             else:
                 local[name] = previous
-            self._notify(name)
+                self._notify(name, previous, local=True)
 
-    def observe(self, name: str, callback: Callable[[Any], None]) -> None:
-        """Calls `callback(value)` whenever the flag's value may have changed."""
+    def _context_manager(self, name: str) -> Callable[..., Any]:
+        default = True if isinstance(self._values[name], bool) else _UNSET
+
+        def set_in_this_thread(new_val: Any = default) -> contextlib.AbstractContextManager:
+            if new_val is _UNSET:
+                raise TypeError(f"{name}() needs the value to set, e.g. {name}(...)")
+            return self.override(name, new_val)
+        set_in_this_thread.__name__ = name
+        set_in_this_thread.__doc__ = (f"Context manager: `{name}` set to `new_val` in this "
+                                      f"thread inside the block. {self._help[name]}")
+        return set_in_this_thread
+
+    def observe(self, name: str, callback: Callable[[Any, bool], None]) -> None:
+        """Calls `callback(value, local)` on every change of the flag: `local=False` for
+        the process-wide value (`update`), `local=True` for this thread's override (its
+        value, or `NO_OVERRIDE` when the thread's last override ends). A runtime that
+        keeps its own copy of a flag mirrors both, so overrides stay per thread."""
         self._observers.setdefault(self._check(name), []).append(callback)
 
-    def _notify(self, name: str) -> None:
+    def _notify(self, name: str, value: Any, local: bool) -> None:
         for callback in self._observers.get(name, ()):
-            callback(self.read(name))
+            callback(value, local)
 
     def trace_key(self) -> tuple:
         """The values of every flag that changes what tracing produces."""
@@ -103,45 +149,88 @@ class Config:
             return tuple(self._values[n] for n in self._traced)
         return tuple(local.get(n, self._values[n]) for n in self._traced)
 
-    def values(self) -> dict[str, Any]:
-        """A snapshot of every flag in this thread."""
-        return {name: self.read(name) for name in self._values}
-
 
 config = Config()
-config.define("enable_x64", _env_bool("LAMELLA_ENABLE_X64") or _env_bool("JAX_ENABLE_X64"),
-              "Use 64-bit types by default (otherwise 64-bit requests become 32-bit).",
-              affects_tracing=True)
-config.define("disable_jit", _env_bool("LAMELLA_DISABLE_JIT"),
-              "Run jit-decorated functions op by op, in Python, for debugging.")
-config.define("default_matmul_precision", None,
-              "Default precision for matrix products: None, 'bfloat16', 'tensorfloat32' or "
-              "'float32'.",
-              affects_tracing=True)
-config.define("numpy_rank_promotion", "allow",
-              "Implicit rank promotion in lamella.numpy: 'allow', 'warn' or 'raise'.",
-              affects_tracing=True)
-config.define("numpy_dtype_promotion", "standard",
-              "Type promotion in lamella.numpy: 'standard' (JAX's lattice) or 'strict' (only "
-              "weakly typed Python scalars promote; mixing dtypes is a TypePromotionError).",
-              affects_tracing=True)
-config.define("static_index_errors", False,
-              "Raise IndexError for a static integer index out of bounds (JAX clamps it, "
-              "and so does lamella by default).",
-              affects_tracing=True)
-config.define("default_prng_impl", "threefry2x32", "The PRNG implementation for new keys.",
-              affects_tracing=True)
-config.define("debug_nans", False, "Raise an error when an operation produces a NaN.")
+enable_x64 = config.define(
+    "enable_x64", _env_bool("LAMELLA_ENABLE_X64") or _env_bool("JAX_ENABLE_X64"),
+    "Use 64-bit types by default (otherwise 64-bit requests become 32-bit).",
+    affects_tracing=True)
+_disable_jit = config.define(
+    "disable_jit", _env_bool("LAMELLA_DISABLE_JIT"),
+    "Run jit-decorated functions op by op, in Python, for debugging.")
+default_matmul_precision = config.define(
+    "default_matmul_precision", None,
+    "Default precision for matrix products: None, 'default', 'high', 'highest', 'bfloat16', "
+    "'tensorfloat32' or 'float32'.", affects_tracing=True,
+    choices=(None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+             "bfloat16_3x", "fastest"))
+numpy_rank_promotion = config.define(
+    "numpy_rank_promotion", "allow",
+    "Implicit rank promotion in lamella.numpy: 'allow', 'warn' or 'raise'.",
+    affects_tracing=True, choices=("allow", "warn", "raise"))
+numpy_dtype_promotion = config.define(
+    "numpy_dtype_promotion", "standard",
+    "Type promotion in lamella.numpy: 'standard' (JAX's lattice) or 'strict' (only weakly "
+    "typed Python scalars promote; mixing dtypes is a TypePromotionError).",
+    affects_tracing=True, choices=("standard", "strict"))
+static_index_errors = config.define(
+    "static_index_errors", False,
+    "Raise IndexError for a static integer index out of bounds (JAX clamps it, and so does "
+    "lamella by default).", affects_tracing=True)
+default_prng_impl = config.define(
+    "default_prng_impl", "threefry2x32", "The PRNG implementation for new keys.",
+    affects_tracing=True, choices=("threefry2x32",))
+default_device = config.define(
+    "default_device", None,
+    "The device arrays and computations go to when none is named (None: the default "
+    "backend's first device).", affects_tracing=True)
+log_compiles = config.define(
+    "log_compiles", _env_bool("LAMELLA_LOG_COMPILES"),
+    "Log (logger 'lamella', level WARNING) every compilation of a jitted function.")
+explain_cache_misses = config.define(
+    "explain_cache_misses", False,
+    "Log why a jitted function traces again: which part of its signature changed.")
+check_tracer_leaks = config.define(
+    "check_tracer_leaks", False,
+    "After tracing a jitted function, raise if one of its tracers is still referenced "
+    "(a global, an attribute, a closure kept alive).")
+enable_checks = config.define(
+    "enable_checks", False, "Type-check every jaxpr a transformation produces.")
+debug_nans = config.define(
+    "debug_nans", False, "Raise an error when an operation produces a NaN.")
+debug_infs = config.define(
+    "debug_infs", False, "Raise an error when an operation produces an infinity.")
+_GUARDS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+transfer_guard_host_to_device = config.define(
+    "transfer_guard_host_to_device", "allow",
+    "What to do on a host-to-device transfer: 'allow', 'log' or 'disallow' implicit ones "
+    "('_explicit' variants: every one).", choices=_GUARDS)
+transfer_guard_device_to_host = config.define(
+    "transfer_guard_device_to_host", "allow",
+    "What to do on a device-to-host transfer (see transfer_guard_host_to_device).",
+    choices=_GUARDS)
+transfer_guard_device_to_device = config.define(
+    "transfer_guard_device_to_device", "allow",
+    "What to do on a device-to-device transfer (see transfer_guard_host_to_device).",
+    choices=_GUARDS)
 
 
-def enable_x64(new_value: bool = True) -> contextlib.AbstractContextManager[None]:
-    """Context manager that turns 64-bit mode on (or off) in this thread.
+def checking_leaks() -> contextlib.AbstractContextManager[None]:
+    """Context manager: `check_tracer_leaks` on in this thread inside the block."""
+    return check_tracer_leaks(True)
 
-    >>> with enable_x64():
-    ...     config.read("enable_x64")
-    True
+
+@contextlib.contextmanager
+def transfer_guard(new_val: str) -> Iterator[None]:
+    """Context manager: all three transfer guards set to `new_val` in this thread.
+
+    >>> with transfer_guard("log"):
+    ...     config.read("transfer_guard_device_to_host")
+    'log'
     """
-    return config.override("enable_x64", new_value)
+    with transfer_guard_host_to_device(new_val), transfer_guard_device_to_host(new_val), \
+            transfer_guard_device_to_device(new_val):
+        yield
 
 
 def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager[None]:
@@ -151,4 +240,4 @@ def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager[None]
     ...     config.read("disable_jit")
     True
     """
-    return config.override("disable_jit", disable)
+    return _disable_jit(disable)

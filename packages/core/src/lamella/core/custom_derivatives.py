@@ -11,16 +11,22 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lamella.core import dtypes
 from lamella.core.api_util import flatten_outputs, fun_name
-from lamella.core.jaxpr import jaxpr_as_fun
+from lamella.core.jaxpr import eval_jaxpr, jaxpr_as_fun
+from lamella.core.linear_call import linear_call
 from lamella.core.primitive import Primitive
 from lamella.core.rules import Zero, add_tangents, instantiate_zeros, zeros_like_aval
+from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import aval_of, current_trace
-from lamella.core.tree_util import tree_flatten, tree_structure, tree_unflatten
+from lamella.core.tree_util import Partial, tree_flatten, tree_map, tree_structure, tree_unflatten
+
+__all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp",
+           "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p",
+           "custom_vjp_primal_tree_values", "linear_call", "zero_from_primal"]
 
 SymbolicZero = Zero
 """With `symbolic_zeros=True`, zero tangents/cotangents reach the rules as these."""
@@ -57,6 +63,58 @@ custom_jvp_call_p = CustomJVPCallPrimitive("custom_jvp_call")
 custom_vjp_call_p = CustomVJPCallPrimitive("custom_vjp_call")
 for _p in (custom_jvp_call_p, custom_vjp_call_p):
     _p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
+
+def _nondiff_positions(fun: Callable, argnums: Sequence[int],
+                       argnames: Sequence[str]) -> tuple[int, ...]:
+    """`nondiff_argnums` completed with the positions of `nondiff_argnames`."""
+    positions = list(argnums)
+    if argnames:
+        params = list(inspect.signature(fun).parameters)
+        for name in (argnames,) if isinstance(argnames, str) else argnames:
+            if name not in params:
+                raise ValueError(f"nondiff_argnames: {fun_name(fun)} has no parameter "
+                                 f"{name!r} (its parameters are {params})")
+            positions.append(params.index(name))
+    return tuple(sorted(set(positions)))
+
+
+class CustomVJPPrimal:
+    """A primal argument leaf of a `custom_vjp` forward rule when `symbolic_zeros` is set:
+    its `value`, and whether it is `perturbed` (has a nonzero tangent)."""
+
+    __slots__ = ("value", "perturbed")
+
+    def __init__(self, value: Any, perturbed: bool):
+        self.value = value
+        self.perturbed = perturbed
+
+    def __repr__(self) -> str:
+        return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
+
+
+def custom_vjp_primal_tree_values(tree: Any) -> Any:
+    """`tree` with each `CustomVJPPrimal` leaf replaced by its value.
+
+    >>> custom_vjp_primal_tree_values((CustomVJPPrimal(1.0, True), 2.0))
+    (1.0, 2.0)
+    """
+    def value(x):
+        return x.value if isinstance(x, CustomVJPPrimal) else x
+    return tree_map(value, tree, is_leaf=lambda x: isinstance(x, CustomVJPPrimal))
+
+
+def zero_from_primal(val: Any, symbolic_zeros: bool = False) -> Any:
+    """A zero tangent for each leaf of `val`: `SymbolicZero`s, or arrays of zeros.
+
+    >>> import numpy as np
+    >>> zero_from_primal(np.ones(2, np.float32))
+    array([0., 0.], dtype=float32)
+    """
+    def zero(x):
+        aval = aval_of(x.value if isinstance(x, CustomVJPPrimal) else x).to_tangent_aval()
+        return Zero(aval) if symbolic_zeros else zeros_like_aval(aval)
+    return tree_map(zero, val, is_leaf=lambda x: isinstance(x, CustomVJPPrimal))
+
 
 def _resolve_args(fun: Callable, args: tuple, kwargs: dict) -> tuple:
     """Keyword arguments bound to positions and defaults filled in (as JAX does), so
@@ -111,6 +169,7 @@ class custom_jvp:
       fun: the function (its rule is attached with `defjvp` or `defjvps`).
       nondiff_argnums: arguments that are not differentiated; they are passed to
         the rule first, as Python values if they are not arrays.
+      nondiff_argnames: the same, by parameter name.
 
     The rule `jvp(primals, tangents) -> (primal_out, tangent_out)` takes tuples
     of the function's arguments and tangents.
@@ -127,10 +186,11 @@ class custom_jvp:
     np.float32(5.0)
     """
 
-    def __init__(self, fun: Callable, nondiff_argnums: tuple[int, ...] = ()):
+    def __init__(self, fun: Callable, nondiff_argnums: tuple[int, ...] = (),
+                 nondiff_argnames: tuple[str, ...] = ()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.jvp: Callable | None = None
         self.symbolic_zeros = False
 
@@ -202,6 +262,10 @@ class custom_vjp:
       fun: the function (its rules are attached with `defvjp(fwd, bwd)`).
       nondiff_argnums: arguments that are not differentiated; they are passed to
         `bwd` first.
+      nondiff_argnames: the same, by parameter name.
+
+    With `defvjp(..., symbolic_zeros=True)`, `fwd` receives each argument leaf as a
+    `CustomVJPPrimal(value, perturbed)` and `bwd` may see `SymbolicZero` cotangents.
 
     >>> import numpy as np
     >>> from lamella.core import grad
@@ -213,10 +277,11 @@ class custom_vjp:
     np.float32(3.0)
     """
 
-    def __init__(self, fun: Callable, nondiff_argnums: tuple[int, ...] = ()):
+    def __init__(self, fun: Callable, nondiff_argnums: tuple[int, ...] = (),
+                 nondiff_argnames: tuple[str, ...] = ()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
         self.symbolic_zeros = False
@@ -242,6 +307,8 @@ class custom_vjp:
             return flat_out
 
         def flat_fwd(primals, nonzeros):
+            if self.symbolic_zeros:
+                primals = [CustomVJPPrimal(p, nz) for p, nz in zip(primals, nonzeros)]
             out = self.fwd(*sig.full_args(primals))
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TypeError("Custom VJP fwd rule must produce a pair (list or tuple of "
@@ -318,3 +385,95 @@ def _add_trees(a: Any, b: Any) -> Any:
     leaves_a, treedef = tree_flatten(a)
     return tree_unflatten(treedef, [add_tangents(x, y)
                                     for x, y in zip(leaves_a, tree_flatten(b)[0])])
+
+
+# ---------------------------------------------------------------------------
+# closure_convert and custom_gradient.
+
+
+def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list[Any]]:
+    """`fun` with the floating-point values it closes over made explicit arguments.
+
+    Returns `(converted, consts)` where `converted(*args, *consts)` equals
+    `fun(*args)`. A `custom_vjp` function must not close over values it should
+    differentiate: closure conversion makes them arguments, so their gradients
+    flow (the example arguments give the argument types).
+
+    Args:
+      fun: a function of arrays (or pytrees of arrays).
+      *example_args: arguments of the types `fun` will be called with.
+
+    Returns:
+      `(converted, consts)`.
+
+    >>> import numpy as np
+    >>> from lamella.core.structural import reduce_sum
+    >>> converted, consts = closure_convert(lambda x: reduce_sum(x, (0,)), np.ones(2))
+    >>> converted(np.ones(2, np.float32), *consts)
+    np.float32(2.0)
+    """
+    flat_args, in_tree = tree_flatten(example_args)
+    out_trees: list = []
+
+    def flat_fun(*leaves):
+        outs, tree = flatten_outputs(fun(*tree_unflatten(in_tree, leaves)), fun_name(fun))
+        out_trees.append(tree)
+        return outs
+
+    jaxpr, consts = trace_to_jaxpr(flat_fun, [aval_of(x) for x in flat_args])
+    hoisted = [dtypes.is_inexact(aval_of(c).dtype) for c in consts]
+    kept = [c for c, h in zip(consts, hoisted) if not h]
+    out_tree = out_trees[0]
+    n_args = len(flat_args)
+
+    def converted(*args_and_consts: Any) -> Any:
+        args, hoisted_consts = args_and_consts[:n_args], list(args_and_consts[n_args:])
+        leaves, tree = tree_flatten(tuple(args))
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: the converted {fun_name(fun)} expects arguments "
+                            f"with structure {in_tree}, got {tree}")
+        it_hoisted, it_kept = iter(hoisted_consts), iter(kept)
+        all_consts = [next(it_hoisted) if h else next(it_kept) for h in hoisted]
+        return tree_unflatten(out_tree, eval_jaxpr(jaxpr, all_consts, *leaves))
+
+    converted.__name__ = fun_name(fun)
+    return converted, [c for c, h in zip(consts, hoisted) if h]
+
+
+def custom_gradient(fun: Callable) -> Callable:
+    """A function with a gradient written alongside it.
+
+    `fun(*args)` returns `(output, vjp)` where `vjp(output_cotangent)` returns the
+    cotangents of the arguments (a tuple, or one value for one argument). Values
+    `vjp` closes over are saved for the backward pass.
+
+    Args:
+      fun: the function returning its output and its VJP function.
+
+    Returns:
+      The function computing only the output, differentiable by `vjp`.
+
+    >>> import numpy as np
+    >>> from lamella.core import grad
+    >>> from lamella.core.structural import add_any_p
+    >>> twice_the_gradient = custom_gradient(lambda x: (x, lambda g: add_any_p.bind(g, g)))
+    >>> grad(twice_the_gradient)(np.float32(1.0))
+    np.float32(2.0)
+    """
+    @custom_vjp
+    def wrapped(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        out, vjp_rule = fun(*args)
+        rule, saved = closure_convert(vjp_rule, out)
+        return out, (Partial(rule), saved)
+
+    def bwd(residuals, cotangent):
+        rule, saved = residuals
+        cts = rule(cotangent, *saved)
+        return cts if isinstance(cts, tuple) else (cts,)
+
+    wrapped.defvjp(fwd, bwd)
+    functools.update_wrapper(wrapped, fun)
+    return wrapped

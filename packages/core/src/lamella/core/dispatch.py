@@ -21,6 +21,25 @@ from lamella.core.avals import ShapedArray, get_aval
 from lamella.core.jaxpr import ClosedJaxpr, eval_jaxpr
 
 
+class HostDevice:
+    """The NumPy interpreter's one device: the host's memory and CPU."""
+
+    id = 0
+    platform = "cpu"
+    device_kind = "host (NumPy interpreter)"
+    process_index = 0
+    host_id = 0
+
+    def __repr__(self) -> str:
+        return "HostDevice(id=0)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HostDevice)
+
+    def __hash__(self) -> int:
+        return hash(HostDevice)
+
+
 class Executor:
     """The interface core uses to run things; subclass it to plug in a backend.
 
@@ -41,11 +60,13 @@ class Executor:
         return impl(*args, **params)
 
     def execute(self, closed: ClosedJaxpr, args: Sequence[Any], *, name: str,
-                donated_invars: tuple[bool, ...]) -> list[Any]:
+                donated_invars: tuple[bool, ...],
+                compiler_options: tuple[tuple[str, Any], ...] | None = None) -> list[Any]:
         """Runs a closed jaxpr on concrete arguments (a top-level `jit` call)."""
         raise NotImplementedError(f"{type(self).__name__} must implement execute")
 
-    def lower(self, closed: ClosedJaxpr, *, name: str, donated_invars: tuple[bool, ...]) -> Any:
+    def lower(self, closed: ClosedJaxpr, *, name: str, donated_invars: tuple[bool, ...],
+              compiler_options: tuple[tuple[str, Any], ...] | None = None) -> Any:
         """The program for `jit(f).lower(...)`: it has `as_text()`, `compile()` and
         `cost_analysis()`; what `compile()` returns is callable on flat arguments."""
         raise NotImplementedError(f"{type(self).__name__} must implement lower")
@@ -62,13 +83,33 @@ class Executor:
         return jit_function
 
     def devices(self, backend: str | None = None) -> list[Any]:
-        return ["cpu"]
+        """The devices of `backend` (default: the default backend)."""
+        if backend not in (None, "cpu"):
+            raise RuntimeError(f"Backend {backend!r} is not available: the {self.name} "
+                               "executor runs on the host's CPU only.")
+        return [HostDevice()]
 
-    def device_put(self, x: Any, device: Any = None) -> Any:
-        return np.asarray(x, get_aval(x).dtype)
+    def default_backend(self) -> str:
+        return "cpu"
+
+    def device_put(self, x: Any, device: Any = None, *, donate: bool = False,
+                   may_alias: bool | None = None) -> Any:
+        dtype = get_aval(x).dtype
+        if isinstance(x, (np.ndarray, np.generic)) and x.dtype == dtype:
+            return x
+        return np.asarray(x, dtype)
 
     def device_get(self, x: Any) -> Any:
         return np.asarray(x)
+
+    def copy_to_host_async(self, x: Any) -> None:
+        """Starts a device-to-host copy of array `x` (NumPy arrays are on the host)."""
+
+    def live_arrays(self, platform: str | None = None) -> list[Any]:
+        raise RuntimeError(
+            f"live_arrays needs a runtime that owns device memory; the {self.name} executor "
+            "computes with NumPy arrays that Python's garbage collector owns. Install and "
+            "import lamella-lax (`import lamella.lax`) for XLA's runtime.")
 
     def clear_caches(self) -> None:
         """Forgets every compiled program the executor holds."""
@@ -82,24 +123,33 @@ class InterpreterExecutor(Executor):
 
     name = "interpreter"
 
-    def execute(self, closed, args, *, name, donated_invars):
+    def execute(self, closed, args, *, name, donated_invars, compiler_options=None):
         return interpret(closed, args)
 
-    def lower(self, closed, *, name, donated_invars):
+    def lower(self, closed, *, name, donated_invars, compiler_options=None):
         return InterpretedProgram(closed, name)
 
 
 class InterpretedProgram:
     """The interpreter's "lowered" and "compiled" form: the jaxpr itself."""
 
+    sharding = HostDevice()
+
     def __init__(self, closed: ClosedJaxpr, name: str):
         self.closed = closed
         self.name = name
 
-    def as_text(self) -> str:
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        if dialect not in (None, "jaxpr"):
+            raise ValueError(f"The interpreter executor runs jaxprs and has no {dialect!r} form: "
+                             "install and import lamella-lax for StableHLO and HLO.")
         return str(self.closed)
 
-    def compile(self) -> InterpretedProgram:
+    def compiler_ir(self, dialect: str | None = None) -> ClosedJaxpr:
+        self.as_text(dialect)
+        return self.closed
+
+    def compile(self, compiler_options: Any = None) -> InterpretedProgram:
         return self
 
     def cost_analysis(self) -> dict[str, float]:
@@ -108,6 +158,16 @@ class InterpretedProgram:
         accessed = sum(v.aval.size * v.aval.dtype.itemsize
                        for e in eqns for v in [*e.invars, *e.outvars])
         return {"equations": float(len(eqns)), "bytes accessed": float(accessed)}
+
+    def memory_analysis(self) -> dict[str, int]:
+        """Bytes of the arguments and outputs (the interpreter keeps no other buffers)."""
+        def size(avals):
+            return sum(a.size * a.dtype.itemsize for a in avals)
+        return {"argument_size_in_bytes": size(self.closed.in_avals),
+                "output_size_in_bytes": size(self.closed.out_avals)}
+
+    def runtime_executable(self) -> ClosedJaxpr:
+        return self.closed
 
     def __call__(self, *flat_args):
         return interpret(self.closed, flat_args)

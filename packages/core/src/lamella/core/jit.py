@@ -20,7 +20,10 @@ np.float32(6.0)
 from __future__ import annotations
 
 import functools
+import gc
+import logging
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -39,11 +42,13 @@ from lamella.core.avals import ShapeDtypeStruct
 from lamella.core.call_rules import register_call_rules
 from lamella.core.config import config
 from lamella.core.dispatch import current_executor, executor_generation
-from lamella.core.jaxpr import DebugInfo
+from lamella.core.errors import UnexpectedTracerError
+from lamella.core.jaxpr import DebugInfo, check_jaxpr, eval_jaxpr
 from lamella.core.primitive import Primitive
-from lamella.core.staging import hoist_tracer_consts, trace_to_jaxpr
-from lamella.core.trace import aval_of
-from lamella.core.tree_util import PyTreeDef, tree_flatten, tree_map, tree_structure, tree_unflatten
+from lamella.core.stages import Lowered, Traced, _Signature
+from lamella.core.staging import StagingTrace, hoist_tracer_consts, trace_to_jaxpr
+from lamella.core.trace import Tracer, current_trace, eval_trace
+from lamella.core.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 # ---------------------------------------------------------------------------
 # The call primitive and its rules.
@@ -56,6 +61,8 @@ class JitPrimitive(Primitive):
         shown = [("name", params["name"]), ("jaxpr", params["jaxpr"])]
         if any(params["donated_invars"]):
             shown.append(("donated_invars", params["donated_invars"]))
+        if params["compiler_options"]:
+            shown.append(("compiler_options", params["compiler_options"]))
         return shown
 
 
@@ -63,12 +70,13 @@ jit_p = JitPrimitive("jit")
 
 
 @jit_p.def_impl
-def _jit_impl(*args, jaxpr, name, donated_invars):
-    return current_executor().execute(jaxpr, args, name=name, donated_invars=donated_invars)
+def _jit_impl(*args, jaxpr, name, donated_invars, compiler_options):
+    return current_executor().execute(jaxpr, args, name=name, donated_invars=donated_invars,
+                                      compiler_options=compiler_options)
 
 
 @jit_p.def_abstract_eval
-def _jit_abstract_eval(*avals, jaxpr, name, donated_invars):
+def _jit_abstract_eval(*avals, jaxpr, name, donated_invars, compiler_options):
     expected = jaxpr.in_avals
     if len(avals) != len(expected) or any(
             a.shape != e.shape or a.dtype != e.dtype for a, e in zip(avals, expected)):
@@ -101,13 +109,57 @@ class CachedTrace:
         self.donated = donated
 
 
+class TraceCache(OrderedDict):
+    """The traces of one function under one set of jit options, most recent last."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+
+
+class _TraceCaches:
+    """A `TraceCache` per (function, jit options), shared by every `jit` wrapper of the
+    function (as JAX's cache is, so `jit(f)` made anew hits the same traces). Functions
+    are held weakly: a function's traces die with it."""
+
+    def __init__(self) -> None:
+        self._by_function: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._all: weakref.WeakValueDictionary[int, TraceCache] = weakref.WeakValueDictionary()
+        self._lock = threading.Lock()
+
+    def get(self, fun: Callable, options: tuple) -> TraceCache:
+        with self._lock:
+            try:
+                per_function = self._by_function.setdefault(fun, {})
+            except TypeError:  # neither weakly referenceable nor hashable: a private cache
+                per_function = {}
+            cache = per_function.get(options)
+            if cache is None:
+                cache = per_function[options] = TraceCache()
+                self._all[id(cache)] = cache
+            return cache
+
+    def clear(self) -> None:
+        with self._lock:
+            caches = list(self._all.values())
+        for cache in caches:
+            with cache.lock:
+                cache.clear()
+
+
+trace_caches = _TraceCaches()
+_log = logging.getLogger("lamella")
+
+
 class JitFunction:
     """A function compiled on its first call with each new argument signature."""
 
     _CACHE_SIZE = 4096
 
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
-                 donate_argnums=None, donate_argnames=None, traced_for: str = "jit"):
+                 donate_argnums=None, donate_argnames=None, traced_for: str = "jit",
+                 keep_unused: bool = False, inline: bool = False,
+                 compiler_options: dict[str, Any] | None = None):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
         functools.update_wrapper(self, fun)
@@ -117,8 +169,15 @@ class JitFunction:
             self._signature, as_tuple(static_argnums), as_tuple(static_argnames))
         self._donate_nums, self._donate_names = resolve_static(
             self._signature, as_tuple(donate_argnums), as_tuple(donate_argnames))
-        self._cache: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
+        self._keep_unused = bool(keep_unused)
+        self._inline = bool(inline)
+        self._compiler_options = (None if not compiler_options
+                                  else tuple(sorted(compiler_options.items())))
+        self.options = (self._static_nums, self._static_names, self._donate_nums,
+                        self._donate_names, traced_for, self._keep_unused, self._inline,
+                        self._compiler_options)
+        self._cache = trace_caches.get(fun, self.options)
+        self._lock = self._cache.lock
         self._name = fun_name(fun)
         self._traced_for = traced_for
         self._dispatch: Callable | None = None
@@ -153,8 +212,13 @@ class JitFunction:
         if config.read("disable_jit"):
             return self._fun(*args, **kwargs), None, []
         entry, flat = self._prepare(args, kwargs)
-        outs = jit_p.bind(*entry.hoisted, *flat, jaxpr=entry.closed, name=self._name,
-                          donated_invars=entry.donated)
+        if self._inline and current_trace() is not eval_trace:
+            # Inlined: the body's equations go straight into the enclosing trace.
+            outs = eval_jaxpr(entry.closed.jaxpr, entry.closed.consts, *entry.hoisted, *flat)
+        else:
+            outs = jit_p.bind(*entry.hoisted, *flat, jaxpr=entry.closed, name=self._name,
+                              donated_invars=entry.donated,
+                              compiler_options=self._compiler_options)
         return tree_unflatten(entry.out_tree, outs), entry, flat
 
     def _split_args(self, args, kwargs):
@@ -190,6 +254,8 @@ class JitFunction:
                 f"static arguments {static_key} failed to hash them ({e}). Make static "
                 "arguments hashable (a tuple instead of a list, a frozen dataclass) or pass "
                 "them as traced arrays.") from None
+        if config.read("explain_cache_misses"):
+            _log.warning(self._explain_miss(key, names))
         # Traced without the lock held (tracing may call other jit functions);
         # racing threads may both trace, and the first stored entry wins.
         entry = self._trace(args, kwargs, dyn_positions, dyn_args, dyn_kwargs, in_tree, avals,
@@ -216,10 +282,42 @@ class JitFunction:
             return flat_outs
 
         debug = DebugInfo(self._traced_for, self._name, fun_source(self._fun), tuple(names()))
-        jaxpr, consts = trace_to_jaxpr(flat_fun, avals, debug)
+        trace = StagingTrace(debug)
+        jaxpr, consts = trace_to_jaxpr(flat_fun, avals, trace=trace)
+        if config.read("check_tracer_leaks"):
+            _check_for_leaked_tracers(self._name, trace)
         closed, hoisted = hoist_tracer_consts(jaxpr, consts)
+        if config.read("enable_checks"):
+            check_jaxpr(closed)
         donated = self._donation_mask(dyn_positions, dyn_args, dyn_kwargs)
         return CachedTrace(closed, hoisted, out_tree[0], (False,) * len(hoisted) + donated)
+
+    def _explain_miss(self, key: tuple, names: Callable[[], list[str]]) -> str:
+        """Why `key` is not in the cache: compared with the most recently traced key."""
+        where = f"TRACING CACHE MISS at {fun_source(self._fun) or self._name}: "
+        with self._lock:
+            previous = next(reversed(self._cache), None)
+        if previous is None:
+            return where + f"never seen function {self._name}, or its cache was cleared."
+        (tree, avals, statics, flags), (old_tree, old_avals, old_statics, old_flags) = \
+            key, previous
+        reasons = []
+        if tree != old_tree:
+            reasons.append(f"different input pytree structure: {old_tree} before, {tree} now")
+        elif avals != old_avals:
+            labels = names()
+            for i, (a, b) in enumerate(zip(old_avals, avals)):
+                if a != b:
+                    label = labels[i] if i < len(labels) else f"argument {i}"
+                    reasons.append(f"for {label} the type was {a.str_short()}"
+                                   f"{' (weak)' if a.weak_type else ''}, now {b.str_short()}"
+                                   f"{' (weak)' if b.weak_type else ''}")
+        if statics != old_statics:
+            reasons.append(f"static arguments were {old_statics}, now {statics}")
+        if flags != old_flags:
+            reasons.append("configuration that affects tracing changed (x64, default "
+                           "precision, promotion rules...)")
+        return where + "; ".join(reasons or ["the cache evicted the previous trace"])
 
     def _donation_mask(self, dyn_positions, dyn_args, dyn_kwargs) -> tuple[bool, ...]:
         mask = []
@@ -234,7 +332,16 @@ class JitFunction:
     def trace(self, *args, **kwargs) -> Traced:
         """Traces for these arguments (arrays or ShapeDtypeStructs) without running."""
         entry, flat = self._prepare(args, kwargs)
-        return Traced(self, entry, args, kwargs)
+        dynamic = self._split_args(args, kwargs)[1:3]
+        sig = _Signature(self._name, entry.closed, entry.hoisted, entry.out_tree, entry.donated,
+                         dynamic, tuple(sorted(self._donate_nums)))
+        executor = current_executor()
+        options = self._compiler_options
+
+        def lower_with(closed, *, name, donated_invars):
+            return executor.lower(closed, name=name, donated_invars=donated_invars,
+                                  compiler_options=options)
+        return Traced(sig, lower_with)
 
     def lower(self, *args, **kwargs) -> Lowered:
         """Traces and lowers for these arguments: `jit(f).lower(x).as_text()`."""
@@ -249,97 +356,35 @@ class JitFunction:
             self._cache.clear()
 
 
+def _check_for_leaked_tracers(name: str, trace: StagingTrace) -> None:
+    """Raises if a tracer of `trace`, now finished, is still referenced somewhere."""
+    gc.collect()
+    leaked = [obj for obj in gc.get_objects()
+              if isinstance(obj, Tracer) and obj._trace is trace]
+    if leaked:
+        tracer = leaked[0]
+        site = tracer._creation_site()
+        referrers = [type(r).__name__ for r in gc.get_referrers(tracer)
+                     if r is not leaked][:5]
+        raise UnexpectedTracerError(
+            f"Found {len(leaked)} leaked tracer(s) after tracing {name}: "
+            f"{tracer!r}{f' created at {site}' if site else ''}, referenced by "
+            f"{', '.join(referrers) or 'an unknown object'}. A traced value was stored "
+            "outside the function (a global, an attribute, a list); return it instead.")
+
+
 def out_info(entry: CachedTrace) -> Any:
+    """The output shapes and dtypes of a traced signature, as a pytree of ShapeDtypeStruct."""
     return tree_unflatten(entry.out_tree, [ShapeDtypeStruct(a.shape, a.dtype,
                                                             weak_type=a.weak_type)
                                            for a in entry.closed.out_avals])
 
 
-class Traced:
-    """A traced jit function: `.jaxpr`, `.out_info`, then `.lower()`."""
-
-    def __init__(self, jitted: JitFunction, entry: CachedTrace, args, kwargs):
-        self._jitted = jitted
-        self._entry = entry
-        self.args_info = tree_map(lambda x: ShapeDtypeStruct(aval_of(x).shape,
-                                                             aval_of(x).dtype,
-                                                             weak_type=aval_of(x).weak_type),
-                                  self._jitted._split_args(args, kwargs)[1:3])
-        self.fun_name = jitted._name
-
-    jaxpr = property(lambda self: self._entry.closed)
-    out_info = property(lambda self: out_info(self._entry))
-    in_avals = property(lambda self: self._entry.closed.in_avals)
-
-    def lower(self) -> Lowered:
-        program = current_executor().lower(self._entry.closed, name=self.fun_name,
-                                           donated_invars=self._entry.donated)
-        return Lowered(self, program)
-
-
-class Lowered:
-    """A lowered jit function: `.as_text()`, `.compile()`."""
-
-    def __init__(self, traced: Traced, program: Any):
-        self._traced = traced
-        self._program = program
-
-    def as_text(self) -> str:
-        return self._program.as_text()
-
-    def compile(self) -> Compiled:
-        return Compiled(self._traced, self._program.compile())
-
-    def cost_analysis(self) -> dict[str, float]:
-        return self._program.cost_analysis()
-
-
-class Compiled:
-    """A compiled jit function, callable on arguments of the traced types only.
-
-    Static arguments were fixed when tracing: pass only the dynamic ones.
-    """
-
-    def __init__(self, traced: Traced, executable: Any):
-        self._traced = traced
-        self._executable = executable
-
-    def as_text(self) -> str:
-        return self._executable.as_text()
-
-    def cost_analysis(self) -> dict[str, float]:
-        return self._executable.cost_analysis()
-
-    @property
-    def out_info(self) -> Any:
-        return self._traced.out_info
-
-    def __call__(self, *args, **kwargs):
-        entry = self._traced._entry
-        flat, in_tree = tree_flatten((args, kwargs))
-        expected = entry.closed.in_avals[len(entry.hoisted):]
-        problems = []
-        traced_tree = tree_structure(self._traced.args_info)
-        if in_tree != traced_tree:
-            problems.append(f"expected {len(expected)} array arguments with structure "
-                            f"{traced_tree}, got {len(flat)} with structure {in_tree}")
-        else:
-            for i, (x, want) in enumerate(zip(flat, expected)):
-                got = aval_of(x)
-                if got.shape != want.shape or got.dtype != want.dtype:
-                    problems.append(f"argument {i}: expected {want.str_short()}, "
-                                    f"got {got.str_short()}")
-        if problems:
-            raise TypeError(f"Compiled {self._traced.fun_name} called with arguments that "
-                            "differ from those it was compiled for:\n  " + "\n  ".join(problems))
-        outs = self._executable(*entry.hoisted, *flat)
-        return tree_unflatten(entry.out_tree, outs)
-
-
-def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
-        donate_argnames: str | Sequence[str] | None = None) -> Any:
+        donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
+        inline: bool = False, compiler_options: dict[str, Any] | None = None) -> Any:
     """Compiles `fun`: traced once per argument signature, then run by the executor.
 
     Args:
@@ -349,6 +394,12 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         each new value traces anew (they must be hashable).
       donate_argnums, donate_argnames: arguments whose buffers the executor may
         reuse for outputs; donated arrays are deleted after the call.
+      keep_unused: keep arguments the function does not use as program parameters
+        (lamella always does; accepted for JAX compatibility).
+      inline: inside another trace, put the function's equations into the
+        enclosing jaxpr instead of a `jit` equation.
+      compiler_options: options for the compiler (XLA flags such as
+        `{"xla_cpu_enable_fast_math": True}`).
 
     Returns:
       A function with `fun`'s signature that traces once per argument signature
@@ -367,8 +418,12 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames)
-    jitted = JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 keep_unused=keep_unused, inline=inline,
+                                 compiler_options=compiler_options)
+    jitted = JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                         keep_unused=keep_unused, inline=inline,
+                         compiler_options=compiler_options)
     # An executor may hand back its own callable (lamella.lax: jaxlib's C++
     # dispatcher, carrying trace/lower/eval_shape), so cached calls run no Python.
     wrapped = current_executor().wrap_jit(jitted)

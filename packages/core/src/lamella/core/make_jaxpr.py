@@ -24,8 +24,6 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     to `fun` as Python values. With `return_shape=True` it also returns the
     output shapes as a pytree of `ShapeDtypeStruct`.
 
-
-
     Args:
       fun: the function to trace.
       static_argnums: arguments passed to `fun` as Python values.
@@ -35,7 +33,6 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
       A function that takes `fun`'s arguments (arrays or ShapeDtypeStructs) and
       returns its `ClosedJaxpr` (and a pytree of ShapeDtypeStruct with
       `return_shape=True`).
-
     """
     traced = JitFunction(fun, static_argnums=static_argnums, traced_for="make_jaxpr")
 

@@ -81,11 +81,22 @@ def is_undefined_primal(x: Any) -> bool:
     return type(x) is UndefinedPrimal
 
 
+def scalar_like(value: complex, aval: ShapedArray) -> Any:
+    """`value` as a scalar of `aval`'s dtype and weak type: a Python number for weakly
+    typed avals of a Python scalar's dtype (so it stays weak, and stages as a literal),
+    else a NumPy scalar."""
+    if aval.weak_type:
+        for python_type in (int, float, complex):
+            if dtypes.python_scalar_dtype(python_type(0)) == aval.dtype:
+                return python_type(value)
+    return np.asarray(value, aval.dtype)[()]
+
+
 def zeros_like_aval(aval: ShapedArray) -> Any:
     """An array of zeros, built on the current trace (a broadcast of a scalar)."""
     if aval.dtype == dtypes.float0:
         return np.zeros(aval.shape, dtypes.float0)
-    zero = np.zeros((), aval.dtype)
+    zero = scalar_like(0, aval)
     if not aval.shape:
         return zero
     return broadcast_in_dim_p.bind(zero, shape=aval.shape, broadcast_dimensions=())

@@ -1,23 +1,29 @@
 """Where in the user's code an operation came from.
 
 Each staged equation records the first stack frame outside lamella, so that
-errors and printed jaxprs can point at the user's line. When a jaxpr is
-re-traced by a transformation, the original equation's location is carried
-over instead of pointing into lamella's interpreter.
+errors and printed jaxprs can point at the user's line, and the name scopes
+(`named_scope`, `named_call`) it was traced in, which name its operations in
+the lowered program. When a jaxpr is re-traced by a transformation, the
+original equation's location is carried over instead of pointing into
+lamella's interpreter.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import sys
 import threading
-from typing import NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 
 class SourceInfo(NamedTuple):
     filename: str
     lineno: int
     function: str
+    name_stack: str = ""  # "outer/inner": the enclosing name scopes
 
     def __str__(self) -> str:
         return f"{self.filename}:{self.lineno} ({self.function})"
@@ -30,6 +36,7 @@ _interned: dict = {}  # (code, line) -> SourceInfo: one object per user source l
 class _State(threading.local):
     def __init__(self) -> None:
         self.carried = None  # a SourceInfo, a frame to walk from, or None
+        self.name_stack = ""
 
 
 _state = _State()
@@ -66,10 +73,11 @@ def user_frame(skip: int = 1) -> SourceInfo | None:
         if internal is None:
             internal = _is_internal_code[code] = _is_internal(code.co_filename)
         if not internal:
-            key = (code, frame.f_lineno)
+            key = (code, frame.f_lineno, _state.name_stack)
             info = _interned.get(key)
             if info is None:
-                info = _interned[key] = SourceInfo(code.co_filename, key[1], code.co_name)
+                info = _interned[key] = SourceInfo(code.co_filename, key[1], code.co_name,
+                                                   key[2])
             return info
         frame = frame.f_back
     return None
@@ -111,3 +119,44 @@ class call_site:
 
 def describe(info: SourceInfo | None) -> str:
     return str(info) if info is not None else "<unknown location>"
+
+
+@contextlib.contextmanager
+def named_scope(name: str) -> Iterator[None]:
+    """Operations traced inside the block are named `name/...` in the lowered program
+    (locations of its StableHLO, profiles), as `jax.named_scope` does.
+
+    >>> with named_scope("encoder"):
+    ...     current_name_stack()
+    'encoder'
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"named_scope takes a string, got {type(name).__name__}")
+    previous = _state.name_stack
+    _state.name_stack = f"{previous}/{name}" if previous else name
+    try:
+        yield
+    finally:
+        _state.name_stack = previous
+
+
+def current_name_stack() -> str:
+    """The name scopes this thread is tracing in, outermost first: `"a/b"`."""
+    return _state.name_stack
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+    """`fun`, with the operations it traces named `name/...` (default: its own name).
+
+    >>> def layer(x):
+    ...     return current_name_stack()
+    >>> named_call(layer, name="dense")(1.0)
+    'dense'
+    """
+    scope = name if name is not None else getattr(fun, "__name__", type(fun).__name__)
+
+    @functools.wraps(fun)
+    def named(*args: Any, **kwargs: Any) -> Any:
+        with named_scope(scope):
+            return fun(*args, **kwargs)
+    return named

@@ -9,7 +9,9 @@ constvars. Higher-order callers hoist tracer constants into explicit arguments
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +29,7 @@ from lamella.core.jaxpr import (
 )
 from lamella.core.rules import Zero
 from lamella.core.source_info import describe, user_frame
-from lamella.core.trace import Trace, Tracer, check_foreign_tracer, set_current_trace
+from lamella.core.trace import Trace, Tracer, check_foreign_tracer, eval_trace, set_current_trace
 
 const_fold_rules: dict[Any, Callable[..., tuple[Any, ShapedArray] | None]] = {}
 """Per primitive: `rule(*concrete_args, **params) -> (value, aval)` or None. When
@@ -99,6 +101,9 @@ class StagingTrace(Trace):
         return var
 
     def process_primitive(self, primitive, args, params):
+        if _compile_time_eval.active and not any(isinstance(x, Tracer) for x in args):
+            with set_current_trace(eval_trace):
+                return primitive.bind(*args, **params)
         fold = const_fold_rules.get(primitive)
         if fold is not None and not any(isinstance(x, Tracer) for x in args):
             folded = fold(*args, **params)
@@ -179,6 +184,38 @@ class StagingTrace(Trace):
                 if v in needed]
 
 
+class _CompileTimeEval(threading.local):
+    active = False
+
+
+_compile_time_eval = _CompileTimeEval()
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval() -> Iterator[None]:
+    """Within the block, operations on concrete values run now, even while tracing
+    (inside `jit`): their results are concrete arrays Python can inspect. Operations
+    on traced values are staged as usual.
+
+    >>> import numpy as np
+    >>> from lamella.core import jit
+    >>> from lamella.core.structural import broadcast_in_dim, reduce_sum
+    >>> @jit
+    ... def f(x):
+    ...     with ensure_compile_time_eval():
+    ...         n = reduce_sum(np.ones(3, np.float32), (0,))  # concrete: 3.0
+    ...     return broadcast_in_dim(x, (int(n),), ())
+    >>> f(np.float32(2.0))
+    array([2., 2., 2.], dtype=float32)
+    """
+    previous = _compile_time_eval.active
+    _compile_time_eval.active = True
+    try:
+        yield
+    finally:
+        _compile_time_eval.active = previous
+
+
 def _with_location(error: Exception, primitive, source) -> Exception:
     message = f"{error} (in primitive '{primitive.name}' applied at {describe(source)})"
     if getattr(error, "_lamella_located", False):
@@ -193,9 +230,12 @@ def _with_location(error: Exception, primitive, source) -> Exception:
 
 
 def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray],
-                   debug_info: DebugInfo | None = None) -> tuple[Jaxpr, list[Any]]:
-    """Traces a function of flat arrays returning a flat sequence into (jaxpr, consts)."""
-    trace = StagingTrace(debug_info)
+                   debug_info: DebugInfo | None = None, *, trace: StagingTrace | None = None
+                   ) -> tuple[Jaxpr, list[Any]]:
+    """Traces a function of flat arrays returning a flat sequence into (jaxpr, consts).
+
+    A caller that wants to inspect the trace afterwards may pass its own."""
+    trace = trace if trace is not None else StagingTrace(debug_info)
     args = [trace.new_arg(aval) for aval in in_avals]
     try:
         with set_current_trace(trace):

@@ -132,16 +132,36 @@ def _inner_product(xs: Any, ys: Any) -> Any:
     return total
 
 
-def _check_jvp(fun, args, atol, rtol, eps, rng, message) -> None:
+def check_jvp(f: Callable, f_jvp: Callable, args: Sequence[Any], atol: float | None = None,
+              rtol: float | None = None, eps: float = EPS, err_msg: str = "") -> None:
+    """Checks `f_jvp(args, tangents) -> (out, out_tangent)` against `f` and central
+    differences along random tangents (JAX's `check_jvp`; `f_jvp` is usually
+    `functools.partial(jvp, f)`)."""
+    _check_jvp(f, f_jvp, tuple(args), atol, rtol, eps, np.random.default_rng(0), err_msg)
+
+
+def check_vjp(f: Callable, f_vjp: Callable, args: Sequence[Any], atol: float | None = None,
+              rtol: float | None = None, eps: float = EPS, err_msg: str = "") -> None:
+    """Checks `f_vjp(*args) -> (out, pullback)` against central differences of `f`
+    through the identity `<pullback(ct), t> = <ct, J t>` (JAX's `check_vjp`; `f_vjp`
+    is usually `functools.partial(vjp, f)`)."""
+    _check_vjp(f, f_vjp, tuple(args), atol, rtol, eps, np.random.default_rng(0), err_msg)
+
+
+def _check_jvp(fun, fun_jvp, args, atol, rtol, eps, rng, message) -> None:
+    atol = _default_tolerance(args) if atol is None else atol
+    rtol = _default_tolerance(args) if rtol is None else rtol
     tangents = _random_like(rng, args)
-    out, out_dot = jvp(fun, args, tangents)
+    out, out_dot = fun_jvp(args, tangents)
     _check_close(out, fun(*args), atol, rtol, f"{message} primal")
     expected = numerical_jvp(fun, args, tangents, eps)
     _check_close(out_dot, expected, atol, rtol, f"{message} tangent")
 
 
-def _check_vjp(fun, args, atol, rtol, eps, rng, message) -> None:
-    out, pullback = vjp(fun, *args)
+def _check_vjp(fun, fun_vjp, args, atol, rtol, eps, rng, message) -> None:
+    atol = _default_tolerance(args) if atol is None else atol
+    rtol = _default_tolerance(args) if rtol is None else rtol
+    out, pullback = fun_vjp(*args)
     _check_close(out, fun(*args), atol, rtol, f"{message} primal")
     tangents = _random_like(rng, args)
     tangent_out = numerical_jvp(fun, args, tangents, eps)
@@ -188,13 +208,15 @@ def check_grads(f: Callable, args: Sequence[Any], order: int,
     def check(fun, fun_args, order_left, message):
         if "fwd" in modes:
             fwd_message = f"JVP of {message}" if message else "JVP"
-            _check_jvp(fun, fun_args, atol, rtol, eps, rng, fwd_message)
+            _check_jvp(fun, functools.partial(jvp, fun), fun_args, atol, rtol, eps, rng,
+                       fwd_message)
             if order_left > 1:
                 check(functools.partial(jvp, fun), (fun_args, fun_args), order_left - 1,
                       fwd_message)
         if "rev" in modes:
             rev_message = f"VJP of {message}" if message else "VJP"
-            _check_vjp(fun, fun_args, atol, rtol, eps, rng, rev_message)
+            _check_vjp(fun, functools.partial(vjp, fun), fun_args, atol, rtol, eps, rng,
+                       rev_message)
             if order_left > 1:
                 def pulled_back(*xs):
                     out, pullback = vjp(fun, *xs)

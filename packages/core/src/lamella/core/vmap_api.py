@@ -63,7 +63,8 @@ def _size_error(name: str, leaves, dims, arg_names) -> ValueError:
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
-         axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable:
+         axis_size: int | None = None, spmd_axis_name: Any = None,
+         sum_match: bool = False) -> Callable:
     """Vectorizes `fun` over axis `in_axes` of its arguments, stacking outputs on `out_axes`.
 
     `in_axes` is an int, None (not mapped), or a tuple with one entry per
@@ -79,6 +80,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
       axis_name: a name for the mapped axis, for collectives inside `fun`.
       axis_size: the axis size, required when no argument is mapped.
       spmd_axis_name: accepted for JAX compatibility (single device here).
+      sum_match: an output batched along the mapped axis whose out_axes entry is
+        None is summed over the axis instead of being an error.
 
     Returns:
       The vectorized function: like `fun`, with one more axis on the mapped
@@ -91,10 +94,12 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     array([[1., 2., 3.],
            [1., 2., 3.]], dtype=float32)
     """
-    if isinstance(in_axes, (list, dict)):
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)  # JAX accepts a list for the positional arguments
+    if isinstance(in_axes, dict):
         raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding "
-                        f"to the positional arguments of the function, but got the "
-                        f"{type(in_axes).__name__} {in_axes!r}; use a tuple.")
+                        f"to the positional arguments passed to the function, but got "
+                        f"{in_axes!r}.")
     name = fun_name(fun)
 
     @functools.wraps(fun)
@@ -142,8 +147,11 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                 val, dim = trace.to_batch_info(out)
                 if target is None:
                     if dim is not not_mapped:
-                        raise ValueError(f"vmap of {name} has an output batched along the "
-                                         "mapped axis, but out_axes is None for it.")
+                        if not sum_match:
+                            raise ValueError(f"vmap of {name} has an output batched along the "
+                                             "mapped axis, but out_axes is None for it (pass "
+                                             "sum_match=True to sum it over the axis).")
+                        val = matchaxis(size, dim, not_mapped, val, sum_match=True)
                     results.append(val)
                     continue
                 rank = aval_of(val).ndim + (dim is not_mapped)

@@ -13,6 +13,8 @@ import os as _os
 
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # keep jaxlib's info logs quiet
 
+from lamella.core import Array as _CoreArray  # noqa: E402
+from lamella.core import Device as _CoreDevice  # noqa: E402
 from lamella.core import ShapedArray as _ShapedArray  # noqa: E402
 from lamella.core import avals as _avals  # noqa: E402
 from lamella.core import config as _config  # noqa: E402
@@ -22,6 +24,7 @@ from lamella.core import tree_util as _tree_util  # noqa: E402
 from lamella.core.source_info import register_internal_path as _internal  # noqa: E402
 from lamella.core.structural import stop_gradient  # noqa: E402
 from lamella.lax import core_lowerings as _core_lowerings  # noqa: E402, F401
+from lamella.lax import flags as _flags  # noqa: E402
 from lamella.lax import runtime as _runtime  # noqa: E402
 from lamella.lax.arithmetic import (  # noqa: E402
                                      abs,
@@ -345,9 +348,10 @@ _internal(_os.path.dirname(__file__))
 _runtime.set_aval_factory(lambda shape, dtype, weak_type: _ShapedArray(shape, dtype, weak_type))
 _avals.pytype_aval_mappings[Array] = lambda x: x.aval
 _runtime.set_x64(_config.read("enable_x64"))
-_config.observe("enable_x64", _runtime.set_x64)
 _runtime.set_disable_jit(_config.read("disable_jit"))
-_config.observe("disable_jit", _runtime.set_disable_jit)
+_flags.mirror_config_in_jaxlib()
 _tree_util.on_register(_runtime.register_pytree_node)  # custom pytrees stay on the C++ path
 _core_errors.JaxRuntimeError = _runtime.XlaRuntimeError  # what XLA raises
+_CoreArray.register(Array)
+_CoreDevice.register(_runtime.Device)
 _register_executor(_XlaExecutor())

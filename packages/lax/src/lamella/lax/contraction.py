@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes
+from lamella.core.config import config
 from lamella.core.structural import transpose
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
@@ -65,13 +66,14 @@ DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
 
 
 def canonicalize_precision(precision: PrecisionLike) -> tuple[Precision, Precision] | None:
-    """None, or one Precision per operand.
+    """None, or one Precision per operand; None takes `default_matmul_precision` from config.
 
     >>> canonicalize_precision("highest")
     (Precision.HIGHEST, Precision.HIGHEST)
     """
     if precision is None:
-        return None
+        default = config.read("default_matmul_precision")
+        return None if default is None else (Precision(default),) * 2
     if isinstance(precision, (str, Precision)):
         return (Precision(precision),) * 2
     if isinstance(precision, (tuple, list)) and len(precision) == 2:

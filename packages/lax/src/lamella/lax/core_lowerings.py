@@ -14,6 +14,7 @@ import numpy as np
 from lamella.core import custom_derivatives, structural
 from lamella.core.checkpoint import name_p, remat_p
 from lamella.core.jit import jit_p
+from lamella.core.linear_call import linear_call_p
 from lamella.lax.executor import compiled_eagerly
 from lamella.lax.lowering import (
     aval_to_ir_type,
@@ -87,3 +88,11 @@ register_lowering(jit_p, _call_lowering)
 register_lowering(custom_derivatives.custom_jvp_call_p, _custom_call_lowering)
 register_lowering(custom_derivatives.custom_vjp_call_p, _custom_call_lowering)
 register_lowering(remat_p, _remat_lowering)
+
+
+def _linear_call_lowering(ctx, *args, callee, transpose, num_callee_consts,
+                          num_transpose_consts, num_res):
+    return _inline(ctx, *args[num_transpose_consts:], jaxpr=callee)
+
+
+register_lowering(linear_call_p, _linear_call_lowering)

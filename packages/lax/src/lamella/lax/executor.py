@@ -10,13 +10,16 @@ eagerly). Executables are cached (LRU) per jaxpr and donation mask.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from typing import Any
 
 import numpy as np
+from jaxlib import _jax
 
 from lamella.core import Primitive, ShapedArray, dtypes
+from lamella.core.config import config
 from lamella.core.dispatch import Executor
 from lamella.core.jaxpr import ClosedJaxpr
 from lamella.core.staging import trace_to_jaxpr
@@ -61,12 +64,16 @@ def _physical_aval(aval: ShapedArray) -> ShapedArray:
 class CompiledProgram:
     """An executable for one closed jaxpr; translates float0 values at the boundary."""
 
-    def __init__(self, lowered: LoweredModule):
+    def __init__(self, lowered: LoweredModule, compiler_options: tuple | None = None):
         self.lowered = lowered
         donated = [i for i, d in enumerate(lowered.donated_invars) if d]
+        if config.read("log_compiles"):
+            types = [a.str_short() for a in lowered.in_avals]
+            _log.warning("Compiling %s with global shapes and types %s.", lowered.name, types)
         self.executable = runtime.compile(
             lowered.module, donated_args=donated,
-            out_avals=[_physical_aval(a) for a in lowered.out_avals])
+            out_avals=[_physical_aval(a) for a in lowered.out_avals],
+            compiler_options=dict(compiler_options or ()))
         self._float0_in = [i for i, a in enumerate(lowered.in_avals) if a.dtype == dtypes.float0]
         self._float0_out = [i for i, a in enumerate(lowered.out_avals)
                             if a.dtype == dtypes.float0]
@@ -88,24 +95,47 @@ class CompiledProgram:
     def cost_analysis(self) -> dict[str, float]:
         return self.executable.cost_analysis()
 
+    def memory_analysis(self) -> Any:
+        return self.executable.xla_executable.get_compiled_memory_stats()
+
+    def runtime_executable(self) -> Any:
+        return self.executable.xla_executable
+
+    @property
+    def sharding(self) -> Any:
+        return runtime.sharding_for(self.executable.device)
+
 
 class LoweredProgram:
-    """`jit(f).lower(...)`'s backend half: StableHLO text, then compilation."""
+    """`jit(f).lower(...)`'s backend half: StableHLO (or HLO) text, then compilation."""
 
     def __init__(self, lowered: LoweredModule, compiled_cache_key, executor: XlaExecutor):
         self.lowered = lowered
         self._key = compiled_cache_key
         self._executor = executor
 
-    def as_text(self) -> str:
-        return self.lowered.as_text()
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        if dialect in (None, "stablehlo"):
+            return self.lowered.as_text(debug_info=debug_info)
+        return self.compiler_ir(dialect).as_hlo_text()
 
-    def compile(self) -> CompiledProgram:
-        return self._executor._compiled(*self._key, lowered=self.lowered)
+    def compiler_ir(self, dialect: str | None = None) -> Any:
+        if dialect in (None, "stablehlo"):
+            return self.lowered.module
+        if dialect == "hlo":
+            return _jax.mlir.mlir_module_to_xla_computation(self.lowered.as_text())
+        raise ValueError(f"Unknown dialect {dialect!r}: 'stablehlo' or 'hlo'")
+
+    def compile(self, compiler_options: tuple | None = None) -> CompiledProgram:
+        closed, name, donated, options = self._key
+        return self._executor._compiled(closed, name, donated, compiler_options or options,
+                                        lowered=self.lowered)
 
     def cost_analysis(self) -> dict[str, float]:
         return self.compile().cost_analysis()
 
+
+_log = logging.getLogger("lamella")
 
 compiled_eagerly: set[Primitive] = set()
 """The primitives the XLA executor applies eagerly as one-equation XLA programs."""
@@ -130,23 +160,24 @@ class XlaExecutor(Executor):
         _eager_dispatchers.clear()
 
     def _compiled(self, closed: ClosedJaxpr, name: str, donated_invars: tuple[bool, ...],
+                  compiler_options: tuple | None = None,
                   lowered: LoweredModule | None = None) -> CompiledProgram:
-        key = (closed, donated_invars, runtime.x64_enabled())
+        key = (closed, donated_invars, compiler_options, runtime.x64_enabled())
         program = self.programs.get(key)
         if program is None:
             lowered = lowered or lower_jaxpr_to_module(closed, name=name,
                                                        donated_invars=donated_invars)
-            program = CompiledProgram(lowered)
+            program = CompiledProgram(lowered, compiler_options)
             self.programs.put(key, program)
         return program
 
-    def execute(self, closed, args, *, name, donated_invars):
-        return self._compiled(closed, name, tuple(donated_invars))(*args)
+    def execute(self, closed, args, *, name, donated_invars, compiler_options=None):
+        return self._compiled(closed, name, tuple(donated_invars), compiler_options)(*args)
 
-    def lower(self, closed, *, name, donated_invars):
+    def lower(self, closed, *, name, donated_invars, compiler_options=None):
         donated_invars = tuple(donated_invars)
         lowered = lower_jaxpr_to_module(closed, name=name, donated_invars=donated_invars)
-        return LoweredProgram(lowered, (closed, name, donated_invars), self)
+        return LoweredProgram(lowered, (closed, name, donated_invars, compiler_options), self)
 
     def fast_dispatch(self, jitted):
         """A C++ dispatcher for a jit function: a call whose argument signature was
@@ -154,9 +185,11 @@ class XlaExecutor(Executor):
         def cache_miss(*args, **kwargs):
             out, entry, flat = jitted.call_and_report(args, kwargs)
             return out, self._fast_path(entry, flat, out)
+        # Keyed on the function and the jit options, so `jit(f)` made anew shares the
+        # compiled calls of an earlier `jit(f)`, as in JAX.
         return runtime.make_fast_function(jitted.name, cache_miss, jitted.static_argnums,
                                           jitted.static_argnames, fun=jitted.fun,
-                                          donates=jitted.donates)
+                                          cache_key=jitted.options, donates=jitted.donates)
 
     def wrap_jit(self, jitted):
         """What `jit` returns: the C++ dispatcher itself, with the AOT methods."""
@@ -179,7 +212,7 @@ class XlaExecutor(Executor):
         if entry is None or entry.hoisted or current_trace() is not eval_trace \
                 or any(isinstance(x, Tracer) for x in flat):
             return None
-        program = self.programs.get((entry.closed, entry.donated, runtime.x64_enabled()))
+        program = self.programs.get((entry.closed, entry.donated, None, runtime.x64_enabled()))
         if program is None or program.translates_float0:
             return None
         out_leaves, out_treedef = runtime.pytree_registry().flatten(out)
@@ -190,13 +223,30 @@ class XlaExecutor(Executor):
     def devices(self, backend=None):
         return runtime.devices(backend)
 
-    def device_put(self, x, device=None):
+    def default_backend(self) -> str:
+        platform = runtime.default_device().platform
+        return "gpu" if platform == "cuda" else platform
+
+    def device_put(self, x, device=None, *, donate=False, may_alias=None):
         if device is None and isinstance(x, runtime.Array):
             return x
-        return runtime.device_put(x, device)
+        device = getattr(device, "_device", device)  # a SingleDeviceSharding names one
+        moved = (isinstance(x, runtime.Array) and device is not None
+                 and set(x.devices()) != {device})
+        out = runtime.device_put(x, device)
+        if donate and moved:  # the data was copied: the source's memory can go (as in JAX)
+            x.delete()
+        return out
 
     def device_get(self, x):
         return np.asarray(x) if isinstance(x, runtime.Array) else x
+
+    def copy_to_host_async(self, x) -> None:
+        if isinstance(x, runtime.Array):
+            x.copy_to_host_async()
+
+    def live_arrays(self, platform=None):
+        return runtime.live_arrays(platform)
 
 
 # ---------------------------------------------------------------------------

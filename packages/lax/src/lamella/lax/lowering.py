@@ -148,8 +148,8 @@ def _location(eqn) -> ir.Location:
     info = eqn.source_info
     if info is None:
         return ir.Location.name(eqn.primitive.name)
-    return ir.Location.name(eqn.primitive.name,
-                            childLoc=ir.Location.file(info.filename, info.lineno, 0))
+    name = f"{info.name_stack}/{eqn.primitive.name}" if info.name_stack else eqn.primitive.name
+    return ir.Location.name(name, childLoc=ir.Location.file(info.filename, info.lineno, 0))
 
 
 def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
@@ -225,8 +225,9 @@ def lower_fun(fun: Callable, multiple_results: bool = True) -> Rule:
 class LoweredModule:
     """A StableHLO module with the avals of its entry point."""
 
-    def __init__(self, module: ir.Module, in_avals, out_avals, donated_invars):
+    def __init__(self, module: ir.Module, in_avals, out_avals, donated_invars, name: str = "main"):
         self.module = module
+        self.name = name
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
         self.donated_invars = tuple(donated_invars)
@@ -287,4 +288,5 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, *, name: str,
             with ir.InsertionPoint(entry):
                 outs = lower_jaxpr(ctx, closed.jaxpr, closed_consts(closed), entry.arguments)
                 func.ReturnOp(outs)
-    return LoweredModule(module, closed.in_avals, closed.out_avals, donated_invars)
+    return LoweredModule(module, closed.in_avals, closed.out_avals, donated_invars,
+                         name=module_name)

@@ -10,6 +10,9 @@ It is also an array API standard namespace (`__array_api_version__`).
 (Array(83., dtype=float32), Array([1.5, 3.5], dtype=float32))
 """
 
+import os as _os
+
+from lamella.core.source_info import register_internal_path as _register_internal_path
 from lamella.numpy import array_methods as _array_methods
 from lamella.numpy import fft, linalg
 from lamella.numpy import indexing as _indexing
@@ -109,3 +112,5 @@ __all__ = sorted({
 # Operators, methods, __getitem__ and .at on Arrays and tracers call the functions above.
 _array_methods.install()
 _indexing.install()
+
+_register_internal_path(_os.path.dirname(__file__))  # user lines, not ours, in errors

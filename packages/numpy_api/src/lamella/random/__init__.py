@@ -12,6 +12,9 @@ on them reproduce JAX's default (partitionable Threefry) numbers bit for bit.
 (2,)
 """
 
+import os as _os
+
+from lamella.core.source_info import register_internal_path as _register_internal_path
 from lamella.random.continuous import *  # noqa: F403
 from lamella.random.continuous import __all__ as _continuous
 from lamella.random.discrete import *  # noqa: F403
@@ -22,3 +25,5 @@ from lamella.random.keys import *  # noqa: F403
 from lamella.random.keys import __all__ as _keys
 
 __all__ = sorted([*_keys, *_continuous, *_discrete, *_gamma])
+
+_register_internal_path(_os.path.dirname(__file__))  # user lines, not ours, in errors

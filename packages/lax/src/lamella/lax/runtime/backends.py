@@ -43,6 +43,30 @@ _jax.jax_jit.set_disable_jit_state(_DISABLE_JIT)
 _jax.jax_jit.set_post_hook_state(_POST_HOOK)
 
 
+def _mirror(state: Any, value: bool | None, local: bool) -> None:
+    """Sets jaxlib's copy of a flag: process-wide, or this thread's override (None: none)."""
+    if not local:
+        state.set_global(bool(value))
+    else:
+        state.set_local(_jax.config.unset if value is None else bool(value))
+
+
+def set_x64_in_thread(enabled: bool | None) -> None:
+    """Override 64-bit mode in this thread only (None: back to the process-wide value).
+
+    >>> set_x64_in_thread(True); x64_enabled()
+    True
+    >>> set_x64_in_thread(None); x64_enabled()
+    False
+    """
+    _mirror(_X64, enabled, local=True)
+
+
+def set_disable_jit_in_thread(disabled: bool | None) -> None:
+    """Like `set_disable_jit`, for this thread only (None: back to the process-wide value)."""
+    _mirror(_DISABLE_JIT, disabled, local=True)
+
+
 def set_x64(enabled: bool) -> None:
     """Turn 64-bit types on or off for the whole process (lamella's ``enable_x64``).
 
@@ -285,6 +309,15 @@ def default_device() -> Device:
     True
     """
     return _client(None).devices()[0]
+
+
+def live_arrays(backend: str | None = None) -> list[Any]:
+    """Every array alive on the devices of ``backend`` (default: the default backend).
+
+    >>> isinstance(live_arrays(), list)
+    True
+    """
+    return list(_client(backend).live_arrays())
 
 
 def sharding_for(device: Device) -> _jax.SingleDeviceSharding:

@@ -213,6 +213,7 @@ def compile(
     *,
     donated_args: Sequence[int] = (),
     out_avals: Sequence[Any] | None = None,
+    compiler_options: dict[str, Any] | None = None,
 ) -> Executable:
     """Compile a StableHLO module (entry ``func.func public @main``) for one device.
 
@@ -222,6 +223,7 @@ def compile(
     and, after a call, those input Arrays are deleted (a later use raises
     :class:`DeletedArrayError`). ``out_avals`` supplies the outputs' avals (for
     weak types); by default they are read from ``@main``'s result types.
+    ``compiler_options`` are XLA options (``{"xla_cpu_enable_fast_math": True}``).
 
     >>> from lamella.lax.mlir_context import parse_module
     >>> exe = compile(parse_module(
@@ -243,6 +245,10 @@ def compile(
     # executable_devices alone does not place the program: without a device
     # assignment XLA assigns it to device 0 and rejects buffers from elsewhere.
     options = xc.CompileOptions()
+    if compiler_options:
+        options.env_option_overrides = [
+            (str(k), v if isinstance(v, (bool, int, float)) else str(v))
+            for k, v in compiler_options.items()]
     options.device_assignment = xc.DeviceAssignment.create(np.array([[target.id]], np.int32))
     loaded = target.client.compile_and_load(
         module, executable_devices=xc.DeviceList((target,)), compile_options=options

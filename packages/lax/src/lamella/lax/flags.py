@@ -1,0 +1,56 @@
+"""lamella.core's configuration flags that jaxlib reads in C++, mirrored into jaxlib.
+
+jaxlib's fast dispatch path and transfers consult its own copies of x64,
+disable-jit and the transfer guards. Each is mirrored in the scope it was
+set in: `config.update` sets jaxlib's process-wide value, a `with` override
+sets the value of the overriding thread only, so one thread's
+`enable_x64()` never changes what another thread computes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxlib import _jax
+
+from lamella.core.config import NO_OVERRIDE, config
+from lamella.lax import runtime
+
+_GUARD_LEVELS = {
+    "allow": _jax.guard_lib.TransferGuardLevel.ALLOW,
+    "log": _jax.guard_lib.TransferGuardLevel.LOG,
+    "disallow": _jax.guard_lib.TransferGuardLevel.DISALLOW,
+    "log_explicit": _jax.guard_lib.TransferGuardLevel.LOG_EXPLICIT,
+    "disallow_explicit": _jax.guard_lib.TransferGuardLevel.DISALLOW_EXPLICIT,
+}
+
+
+def _x64(value: Any, local: bool) -> None:
+    if local:
+        runtime.set_x64_in_thread(None if value is NO_OVERRIDE else value)
+    else:
+        runtime.set_x64(value)
+
+
+def _disable_jit(value: Any, local: bool) -> None:
+    if local:
+        runtime.set_disable_jit_in_thread(None if value is NO_OVERRIDE else value)
+    else:
+        runtime.set_disable_jit(value)
+
+
+def _transfer_guard(direction: str):
+    def mirror(value: Any, local: bool) -> None:
+        state = _jax.guard_lib.thread_local_state() if local else _jax.guard_lib.global_state()
+        setattr(state, direction, None if value is NO_OVERRIDE else _GUARD_LEVELS[value])
+    return mirror
+
+
+def mirror_config_in_jaxlib() -> None:
+    """Registers the observers (once, when lamella.lax loads)."""
+    config.observe("enable_x64", _x64)
+    config.observe("disable_jit", _disable_jit)
+    for direction in ("host_to_device", "device_to_host", "device_to_device"):
+        name = f"transfer_guard_{direction}"
+        config.observe(name, _transfer_guard(direction))
+        _transfer_guard(direction)(config.read(name), False)
