@@ -10,9 +10,11 @@ eagerly). Executables are cached (LRU) per jaxpr and donation mask.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -137,6 +139,18 @@ class LoweredProgram:
 
 _log = logging.getLogger("lamella")
 
+
+@contextlib.contextmanager
+def _explicit(kind: str) -> Iterator[None]:
+    """Marks this thread's transfers in the block as explicit, for jaxlib's transfer guards."""
+    state = _jax.guard_lib.thread_local_state()
+    previous = getattr(state, kind)
+    setattr(state, kind, True)
+    try:
+        yield
+    finally:
+        setattr(state, kind, previous)
+
 compiled_eagerly: set[Primitive] = set()
 """The primitives the XLA executor applies eagerly as one-equation XLA programs."""
 
@@ -233,13 +247,17 @@ class XlaExecutor(Executor):
         device = getattr(device, "_device", device)  # a SingleDeviceSharding names one
         moved = (isinstance(x, runtime.Array) and device is not None
                  and set(x.devices()) != {device})
-        out = runtime.device_put(x, device)
+        with _explicit("explicit_device_put"):  # transfer guards allow explicit transfers
+            out = runtime.device_put(x, device)
         if donate and moved:  # the data was copied: the source's memory can go (as in JAX)
             x.delete()
         return out
 
     def device_get(self, x):
-        return np.asarray(x) if isinstance(x, runtime.Array) else x
+        if not isinstance(x, runtime.Array):
+            return x
+        with _explicit("explicit_device_get"):
+            return np.asarray(x)
 
     def copy_to_host_async(self, x) -> None:
         if isinstance(x, runtime.Array):

@@ -1,0 +1,117 @@
+"""`lamella.core` as `import jax`, with the XLA runtime loaded: the names and behaviours a
+ported program relies on that need a compiler (stages, devices, transfers, threads)."""
+
+import logging
+import threading
+
+import numpy as np
+import pytest
+
+import lamella.core as jax
+import lamella.lax as lax
+import lamella.numpy as jnp
+from lamella.core.errors import JaxRuntimeError
+
+F32 = np.float32
+
+
+def test_arrays_devices_and_backend():
+    x = jnp.ones(3)
+    assert isinstance(x, jax.Array) and isinstance(jax.devices()[0], jax.Device)
+    assert jax.default_backend() == "cpu"
+    assert any(a is x for a in jax.live_arrays())
+    assert jax.typeof(x) == jax.ShapedArray((3,), F32)
+    y = jax.make_array_from_callback((2, 2), jax.devices()[0], lambda i: np.eye(2)[i])
+    assert isinstance(y, lax.Array)
+    np.testing.assert_array_equal(y, np.eye(2))
+    assert issubclass(JaxRuntimeError, RuntimeError)
+
+
+def test_stages_lower_to_stablehlo_and_hlo():
+    lowered = jax.jit(lambda x: jnp.sin(x) * 2).trace(jnp.ones(3)).lower()
+    assert "stablehlo.sine" in lowered.as_text()
+    assert "HloModule" in lowered.as_text("hlo")
+    assert type(lowered.compiler_ir("hlo")).__name__ == "XlaComputation"
+    compiled = lowered.compile({"xla_cpu_enable_fast_math": False})
+    assert compiled.memory_analysis().argument_size_in_bytes == 12
+    assert compiled.input_shardings[0][0].device_set == {jax.devices()[0]}
+    assert type(compiled.runtime_executable()).__name__ == "LoadedExecutable"
+    np.testing.assert_allclose(compiled(jnp.ones(3)), 2 * np.sin(1.0) * np.ones(3), rtol=1e-6)
+
+
+def test_named_scopes_name_the_stablehlo_operations():
+    def f(x):
+        with jax.named_scope("block"):
+            return jnp.cos(x) + 1
+    text = jax.jit(jax.named_call(f, name="layer")).lower(1.0).as_text(debug_info=True)
+    assert 'loc("layer/block/cos"' in text and "test_jax_surface_runtime.py" in text
+
+
+def test_x64_and_disable_jit_overrides_stay_in_their_thread():
+    double = jax.jit(lambda x: x * 2)
+    seen = {}
+
+    def worker():
+        with jax.enable_x64():
+            seen["x64"] = double(np.float64(1.0)).dtype
+        with jax.disable_jit():
+            seen["disabled"] = type(jax.jit(lambda x: x)(np.float32(1.0))).__name__
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen == {"x64": np.float64, "disabled": "float32"}
+    assert double(np.float64(1.0)).dtype == F32
+
+
+def test_transfer_guard_disallows_implicit_host_to_device_transfers():
+    f = jax.jit(lambda x: x + 1)
+    x = jnp.ones(2)
+    with jax.transfer_guard("disallow"):
+        f(x)  # already on the device
+        with pytest.raises(JaxRuntimeError, match="Disallowed host-to-device transfer"):
+            f(np.ones(2, F32))
+        jax.device_put(np.ones(2, F32))  # explicit: allowed
+
+
+def test_log_compiles(caplog):
+    with caplog.at_level(logging.WARNING, logger="lamella"), jax.log_compiles(True):
+        jax.jit(lambda x: x * 3)(np.ones(4, F32))
+    assert "Compiling" in caplog.text and "f32[4]" in caplog.text
+
+
+def test_default_matmul_precision_shows_in_the_jaxpr():
+    a = np.ones((2, 2), F32)
+    with jax.default_matmul_precision("float32"):
+        text = str(jax.make_jaxpr(lambda x: lax.dot(x, x))(a))
+    assert "Precision.HIGHEST" in text
+
+
+def test_gradients_are_arrays_with_jaxs_weak_types():
+    g = jax.grad(lambda x: x * 2.0)(1.0)
+    assert isinstance(g, lax.Array) and g.weak_type
+    zero = jax.grad(lambda x: 2.0)(1.0)
+    assert isinstance(zero, lax.Array) and zero.weak_type and float(zero) == 0.0
+    _, pullback = jax.vjp(lambda x, z: x * 2, jnp.ones(2), 3.0)
+    assert all(isinstance(c, lax.Array) for c in pullback(jnp.ones(2)))
+
+
+def test_grad_of_real_function_of_complex_input_is_jaxs():
+    assert complex(jax.grad(lambda z: jnp.abs(z) ** 2)(1.0 + 2.0j)) == 2 - 4j
+    assert complex(jax.grad(lambda z: (z * z).real)(1.0 + 2.0j)) == 2 + 4j
+
+
+def test_dict_outputs_have_sorted_keys_as_in_jax():
+    out = jax.jit(lambda d: {"b": d["b"], "a": d["a"]})({"b": jnp.ones(1), "a": jnp.zeros(1)})
+    assert list(out) == ["a", "b"]
+    assert list(jax.tree_util.tree_map(lambda v: v, {"z": 1, "y": 2})) == ["y", "z"]
+
+
+def test_linear_transpose_and_custom_gradient_with_numpy():
+    w = jnp.arange(3.0)
+    transpose = jax.linear_transpose(lambda x: jnp.dot(w, x), jnp.ones(3))
+    np.testing.assert_allclose(transpose(jnp.float32(2.0))[0], 2 * np.arange(3.0))
+
+    @jax.custom_gradient
+    def clip_gradient(x):
+        return x, lambda g: (jnp.clip(g, -1.0, 1.0),)
+    assert float(jax.grad(lambda x: 5.0 * clip_gradient(x))(2.0)) == 1.0
