@@ -127,13 +127,16 @@ def _expm_and_frechet(a: Any, e: Any, upper_triangular: bool,
         lu, lv = parts[2], parts[3]
         frechet = solve(lu + lv + (lu - lv) @ r)
 
-    def square(_, state):
-        r, frechet = state
-        if frechet is not None:
-            frechet = r @ frechet + frechet @ r
-        return r @ r, frechet
+    if frechet is None:
+        r = lax.fori_loop(0, lnp.minimum(s, max_squarings), lambda _, r: r @ r, r)
+    else:
+        # A scan of fixed length (each step squaring or not), unlike the while loop
+        # above, is transposable: reverse mode differentiates through the JVP.
+        def square(state, i):
+            return lax.cond(i < s, lambda r, l: (r @ r, r @ l + l @ r), lambda r, l: (r, l),
+                            *state), None
 
-    r, frechet = lax.fori_loop(0, lnp.minimum(s, max_squarings), square, (r, frechet))
+        (r, frechet), _ = lax.scan(square, (r, frechet), lnp.arange(max_squarings))
     # Beyond max_squarings the result would be inaccurate: NaN, as in JAX.
     too_large = s > max_squarings
     r = lnp.where(too_large, lnp.nan, r)
