@@ -1,0 +1,11 @@
+"""lamella.scipy: `jax.scipy` on lamella.numpy — special functions, statistics,
+linear algebra, optimization, signal processing and more.
+
+Every function is a composition of lamella.numpy and lamella.lax operations,
+so all of it works under `jit`, `grad` and `vmap`.
+"""
+
+__version__ = "0.1.0"
+
+from lamella.scipy import fft as fft
+from lamella.scipy import signal as signal
