@@ -7,5 +7,9 @@ so all of it works under `jit`, `grad` and `vmap`.
 
 __version__ = "0.1.0"
 
+from lamella.scipy import cluster as cluster
 from lamella.scipy import fft as fft
+from lamella.scipy import integrate as integrate
+from lamella.scipy import interpolate as interpolate
+from lamella.scipy import ndimage as ndimage
 from lamella.scipy import signal as signal
