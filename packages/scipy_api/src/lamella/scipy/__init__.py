@@ -7,6 +7,8 @@ so all of it works under `jit`, `grad` and `vmap`.
 
 __version__ = "0.1.0"
 
+# As in JAX, `spatial` is not imported here: `import lamella.scipy.spatial.transform`
+# reaches it.
 from lamella.scipy import cluster as cluster
 from lamella.scipy import fft as fft
 from lamella.scipy import integrate as integrate
