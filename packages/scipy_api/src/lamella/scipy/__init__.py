@@ -13,5 +13,6 @@ from lamella.scipy import cluster as cluster
 from lamella.scipy import fft as fft
 from lamella.scipy import integrate as integrate
 from lamella.scipy import interpolate as interpolate
+from lamella.scipy import linalg as linalg
 from lamella.scipy import ndimage as ndimage
 from lamella.scipy import signal as signal
