@@ -7,6 +7,8 @@ signatures and dtypes), one module per family.
 Array(1.7917595, dtype=float32)
 """
 
+from lamella.scipy.special.beta import beta, betainc, betaln
+from lamella.scipy.special.combinatorics import bernoulli, comb, factorial, poch
 from lamella.scipy.special.gamma import (
     digamma,
     gamma,
@@ -16,3 +18,4 @@ from lamella.scipy.special.gamma import (
     multigammaln,
     polygamma,
 )
+from lamella.scipy.special.incomplete_gamma import gammainc, gammaincc
