@@ -9,6 +9,7 @@ Array(1.7917595, dtype=float32)
 
 from lamella.scipy.special.beta import beta, betainc, betaln
 from lamella.scipy.special.combinatorics import bernoulli, comb, factorial, poch
+from lamella.scipy.special.error import erf, erfc, erfcx, erfinv
 from lamella.scipy.special.gamma import (
     digamma,
     gamma,
@@ -19,3 +20,4 @@ from lamella.scipy.special.gamma import (
     polygamma,
 )
 from lamella.scipy.special.incomplete_gamma import gammainc, gammaincc
+from lamella.scipy.special.normal import log_ndtr, ndtr, ndtri
