@@ -10,6 +10,7 @@ Array(1.7917595, dtype=float32)
 from lamella.scipy.special.beta import beta, betainc, betaln
 from lamella.scipy.special.combinatorics import bernoulli, comb, factorial, poch
 from lamella.scipy.special.error import erf, erfc, erfcx, erfinv
+from lamella.scipy.special.faddeeva import dawsn, wofz
 from lamella.scipy.special.gamma import (
     digamma,
     gamma,
@@ -21,3 +22,4 @@ from lamella.scipy.special.gamma import (
 )
 from lamella.scipy.special.incomplete_gamma import gammainc, gammaincc
 from lamella.scipy.special.normal import log_ndtr, ndtr, ndtri
+from lamella.scipy.special.trig_integrals import fresnel, sici
