@@ -7,6 +7,7 @@ signatures and dtypes), one module per family.
 Array(1.7917595, dtype=float32)
 """
 
+from lamella.scipy.special.bessel import bessel_jn, i0, i0e, i1, i1e
 from lamella.scipy.special.beta import beta, betainc, betaln
 from lamella.scipy.special.combinatorics import bernoulli, comb, factorial, poch
 from lamella.scipy.special.error import erf, erfc, erfcx, erfinv
@@ -22,4 +23,5 @@ from lamella.scipy.special.gamma import (
 )
 from lamella.scipy.special.incomplete_gamma import gammainc, gammaincc
 from lamella.scipy.special.normal import log_ndtr, ndtr, ndtri
+from lamella.scipy.special.spherical import sph_harm_y
 from lamella.scipy.special.trig_integrals import fresnel, sici
