@@ -20,7 +20,8 @@ import lamella.lax as lax
 import lamella.lax.linalg as lax_linalg
 import lamella.numpy as lnp
 from lamella.core import custom_jvp
-from lamella.scipy.linalg.common import check_matrix, compiled, inexact
+from lamella.scipy.linalg.common import check_matrix, compiled, inexact, mT
+from lamella.scipy.linalg.lu import permutation_matrix
 
 __all__ = ["expm", "expm_frechet"]
 
@@ -115,7 +116,7 @@ def _expm_and_frechet(a: Any, e: Any, upper_triangular: bool,
             return lax_linalg.triangular_solve(q, rhs, left_side=True, lower=False)
     else:
         factors, _, permutation = lax_linalg.lu(q)
-        q_perm = (permutation[:, None] == lnp.arange(q.shape[-1])).astype(q.dtype)
+        q_perm = mT(permutation_matrix(permutation, q.dtype))
 
         def solve(rhs):
             y = lax_linalg.triangular_solve(factors, q_perm @ rhs, left_side=True, lower=True,
