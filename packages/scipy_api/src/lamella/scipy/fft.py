@@ -11,7 +11,6 @@ Array([20.    , -6.3086,  0.    , -0.4483], dtype=float32)
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ import numpy as np
 
 import lamella.lax as lax
 import lamella.numpy as jnp
+from lamella.scipy._arguments import axis_index, inexact, static_int
 
 __all__ = ["dct", "dctn", "idct", "idctn"]
 
@@ -78,16 +78,11 @@ def _check(name: str, type: Any, norm: Any) -> None:
                          f"{norm!r}")
 
 
-def _as_inexact(x: Any) -> Any:
-    x = jnp.asarray(x)
-    return x.astype(jnp.result_type(x, 1.0))
-
-
 def _resize(x: Any, n: int | None, axis: int) -> Any:
     """`x` zero-padded or truncated to `n` entries along `axis`."""
     if n is None:
         return x
-    n = operator.index(n)
+    n = static_int(n, "the transform length n")
     if n < 1:
         raise ValueError(f"the transform length must be positive, got {n}")
     pads = [(0, 0, 0)] * x.ndim
@@ -99,10 +94,7 @@ def _transform(name: str, x: Any, type: int, n: int | None, axis: int, norm: str
                inverse: bool) -> Any:
     if x.ndim == 0:
         raise ValueError(f"{name}: x must be at least 1-dimensional, got a 0-d array")
-    if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of dimension "
-                         f"{x.ndim}")
-    axis %= x.ndim
+    axis = axis_index(axis, x.ndim, f"{name}: axis")
     x = _resize(x, n, axis)
     size = x.shape[axis]
     if size < (2 if type == 1 else 1):
@@ -138,7 +130,7 @@ def dct(x: Any, type: int = 2, n: int | None = None, axis: int = -1,
     Array([15., -4.,  0., -1.], dtype=float32)
     """
     _check("dct", type, norm)
-    return _transform("dct", _as_inexact(x), type, n, axis, norm, inverse=False)
+    return _transform("dct", inexact(x)[0], type, n, axis, norm, inverse=False)
 
 
 def idct(x: Any, type: int = 2, n: int | None = None, axis: int = -1,
@@ -150,23 +142,18 @@ def idct(x: Any, type: int = 2, n: int | None = None, axis: int = -1,
     Array([1., 2., 3., 4.], dtype=float32)
     """
     _check("idct", type, norm)
-    return _transform("idct", _as_inexact(x), type, n, axis, norm, inverse=True)
+    return _transform("idct", inexact(x)[0], type, n, axis, norm, inverse=True)
 
 
 def _axes_and_sizes(name: str, x: Any, s: Any, axes: Any) -> tuple[list[int], list[Any]]:
     if s is not None:
-        s = [operator.index(s)] if np.ndim(s) == 0 else [operator.index(v) for v in s]
+        s = [static_int(v, f"{name}: s") for v in np.atleast_1d(s)]
         if len(s) > x.ndim:
             raise ValueError(f"{name}: s must have at most x.ndim ({x.ndim}) entries, got {s}")
     if axes is None:
         axes = list(range(x.ndim - len(s), x.ndim)) if s is not None else list(range(x.ndim))
     else:
-        axes = [operator.index(axes)] if np.ndim(axes) == 0 else [operator.index(a) for a in axes]
-        for a in axes:
-            if not -x.ndim <= a < x.ndim:
-                raise ValueError(f"{name}: axis {a} is out of bounds for an array of "
-                                 f"dimension {x.ndim}")
-        axes = [a % x.ndim for a in axes]
+        axes = [axis_index(a, x.ndim, f"{name}: axis") for a in np.atleast_1d(axes)]
         if len(set(axes)) != len(axes):
             raise ValueError(f"{name}: axes must be unique, got {axes}")
     if s is not None and len(s) != len(axes):
@@ -185,7 +172,7 @@ def dctn(x: Any, type: int = 2, s: Sequence[int] | None = None,
            [-2.,  0.]], dtype=float32)
     """
     _check("dctn", type, norm)
-    x = _as_inexact(x)
+    x = inexact(x)[0]
     for axis, n in zip(*_axes_and_sizes("dctn", x, s, axes)):
         x = _transform("dctn", x, type, n, axis, norm, inverse=False)
     return x
@@ -201,7 +188,7 @@ def idctn(x: Any, type: int = 2, s: Sequence[int] | None = None,
            [3., 4.]], dtype=float32)
     """
     _check("idctn", type, norm)
-    x = _as_inexact(x)
+    x = inexact(x)[0]
     for axis, n in zip(*_axes_and_sizes("idctn", x, s, axes)):
         x = _transform("idctn", x, type, n, axis, norm, inverse=True)
     return x

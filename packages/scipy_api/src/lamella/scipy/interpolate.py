@@ -19,6 +19,7 @@ import numpy as np
 
 import lamella.core as lc
 import lamella.numpy as jnp
+from lamella.scipy._arguments import concrete, inexact
 
 __all__ = ["RegularGridInterpolator"]
 
@@ -29,11 +30,6 @@ def _check_method(method: str) -> None:
     if method not in _METHODS:
         raise ValueError(f"RegularGridInterpolator: method must be one of {list(_METHODS)}, "
                          f"got {method!r}")
-
-
-def _concrete(x: Any) -> np.ndarray | None:
-    """`x` as a NumPy array, or None when it is traced."""
-    return None if isinstance(x, lc.Tracer) else np.asarray(x)
 
 
 class RegularGridInterpolator:
@@ -60,8 +56,7 @@ class RegularGridInterpolator:
     def __init__(self, points: Sequence[Any], values: Any, method: str = "linear",
                  bounds_error: bool = False, fill_value: Any = np.nan) -> None:
         _check_method(method)
-        values = jnp.asarray(values)
-        values = values.astype(jnp.result_type(values, 1.0))
+        (values,) = inexact(values)
         if len(points) > values.ndim:
             raise ValueError(f"RegularGridInterpolator: there are {len(points)} point arrays, "
                              f"but values has {values.ndim} dimensions")
@@ -77,7 +72,7 @@ class RegularGridInterpolator:
             if p.shape[0] < 2:
                 raise ValueError(f"RegularGridInterpolator: dimension {d} needs at least 2 "
                                  f"points, got {p.shape[0]}")
-            known = _concrete(p)
+            known = concrete(p)
             if known is not None:
                 steps = np.diff(known)
                 if np.all(steps < 0):
@@ -85,7 +80,7 @@ class RegularGridInterpolator:
                 elif not np.all(steps > 0):
                     raise ValueError(f"RegularGridInterpolator: the points in dimension {d} "
                                      "must be strictly ascending or descending")
-            grid.append(p.astype(jnp.result_type(p, 1.0)))
+            grid.append(inexact(p)[0])
         if fill_value is not None:
             fill_value = jnp.asarray(fill_value)
             if not jnp.can_cast(fill_value.dtype, values.dtype, casting="same_kind"):
@@ -141,14 +136,12 @@ class RegularGridInterpolator:
         if isinstance(xi, tuple) and len(xi) == 1:
             xi = xi[0]
         if isinstance(xi, tuple):
-            parts = jnp.broadcast_arrays(*[jnp.asarray(c) for c in xi])
-            return jnp.stack(parts, axis=-1).astype(jnp.result_type(*parts, 1.0))
-        xi = jnp.asarray(xi)
-        xi = xi.astype(jnp.result_type(xi, 1.0))
+            return jnp.stack(jnp.broadcast_arrays(*inexact(*xi)), axis=-1)
+        (xi,) = inexact(xi)
         return xi.reshape(-1, len(self.grid)) if xi.ndim == 1 else xi
 
     def _raise_if_outside(self, outside: Any, xi: Any) -> None:
-        known = _concrete(outside)
+        known = concrete(outside)
         if known is None:
             raise ValueError("RegularGridInterpolator: bounds_error=True needs concrete sample "
                              "points, but they are traced (under jit, vmap or grad); use "

@@ -22,6 +22,7 @@ from typing import Any
 
 import lamella.lax as lax
 import lamella.numpy as jnp
+from lamella.scipy._arguments import inexact, static_int
 
 __all__ = ["map_coordinates"]
 
@@ -95,11 +96,11 @@ def map_coordinates(input: Any, coordinates: Sequence[Any], order: int, mode: st
     if fix_index is None:
         raise ValueError(f"map_coordinates: mode must be one of {sorted(_INDEX_FIXERS)} (or "
                          f"SciPy's {sorted(_SCIPY_NAMES)}), got {mode!r}")
-    order = operator.index(order)
+    order = static_int(order, "map_coordinates: order")
     if order not in (0, 1):
         raise NotImplementedError(f"map_coordinates supports order 0 (nearest) and 1 "
                                   f"(linear), as JAX does; got order={order}")
-    coordinates = [c.astype(jnp.result_type(c, 1.0)) for c in coordinates]
+    coordinates = [inexact(c)[0] for c in coordinates]
     constant = _SCIPY_NAMES.get(mode, mode) == "constant"
     cval = jnp.asarray(cval).astype(input.dtype)
     nodes_per_axis = []

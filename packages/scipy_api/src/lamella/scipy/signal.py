@@ -10,7 +10,6 @@ Array([0. , 1. , 2.5, 4. , 1.5], dtype=float32)
 
 from __future__ import annotations
 
-import operator
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -19,33 +18,13 @@ import numpy as np
 
 import lamella.lax as lax
 import lamella.numpy as jnp
+from lamella.scipy._arguments import axis_index, inexact, static_int
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
            "fftconvolve", "istft", "stft", "welch"]
 
 ModeString = Literal["full", "same", "valid"]
 _MODES = ("full", "same", "valid")
-
-
-def _inexact(*arrays: Any) -> list[Any]:
-    """The arrays in their common floating or complex dtype (integers become floats)."""
-    arrays = [jnp.asarray(a) for a in arrays]
-    dtype = jnp.result_type(*arrays, 1.0)
-    return [a.astype(dtype) for a in arrays]
-
-
-def _static_int(value: Any, what: str) -> int:
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{what} must be a concrete integer, got {value!r}") from None
-
-
-def _axis(axis: Any, ndim: int, what: str = "axis") -> int:
-    axis = _static_int(axis, what)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{what} {axis} is out of bounds for an array of dimension {ndim}")
-    return axis % ndim
 
 
 # --- which part of the full convolution each mode keeps --------------------------------
@@ -107,7 +86,7 @@ def _direct(in1: Any, in2: Any, starts: Sequence[int], sizes: Sequence[int],
 
 
 def _prepare(name: str, in1: Any, in2: Any) -> tuple[Any, Any]:
-    in1, in2 = _inexact(in1, in2)
+    in1, in2 = inexact(in1, in2)
     if in1.ndim != in2.ndim:
         raise ValueError(f"{name}: in1 and in2 must have the same number of dimensions, got "
                          f"shapes {in1.shape} and {in2.shape}")
@@ -248,7 +227,7 @@ def fftconvolve(in1: Any, in2: Any, mode: ModeString = "full",
     if axes is None:
         axes = tuple(range(ndim))
     else:
-        axes = tuple(_axis(a, ndim, "fftconvolve: axis") for a in
+        axes = tuple(axis_index(a, ndim, "fftconvolve: axis") for a in
                      ((axes,) if isinstance(axes, int) else axes))
         if not axes or len(set(axes)) != len(axes):
             raise ValueError(f"fftconvolve: axes must be unique and not empty, got {axes}")
@@ -285,10 +264,10 @@ def detrend(data: Any, axis: int = -1, type: str = "linear",
         raise ValueError("detrend: overwrite_data is not supported (arrays are immutable)")
     if type not in ("linear", "l", "constant", "c"):
         raise ValueError(f"detrend: type must be 'linear' or 'constant', got {type!r}")
-    (data,) = _inexact(data)
+    (data,) = inexact(data)
     if data.ndim == 0:
         raise ValueError("detrend: data must be at least 1-dimensional, got a 0-d array")
-    axis = _axis(axis, data.ndim)
+    axis = axis_index(axis, data.ndim)
     if type in ("constant", "c"):
         return data - jnp.mean(data, axis, keepdims=True)
     n = data.shape[axis]
@@ -427,26 +406,26 @@ def _spectral(name: str, x: Any, y: Any, fs: Any, window: Any, nperseg: Any, nov
                          f"'zeros' or None, got {boundary!r}")
     if scaling not in ("density", "spectrum"):
         raise ValueError(f"{name}: scaling must be 'density' or 'spectrum', got {scaling!r}")
-    signals = _inexact(x) if y is None else _inexact(x, y)
+    signals = inexact(x) if y is None else inexact(x, y)
     if any(s.ndim == 0 for s in signals):
         raise ValueError(f"{name}: the input must be at least 1-dimensional, got shapes "
                          f"{[s.shape for s in signals]}")
     # A 1-D signal is all time axis; the others have it at `axis`.
-    time_axes = [0 if s.ndim == 1 else _axis(axis, s.ndim) for s in signals]
+    time_axes = [0 if s.ndim == 1 else axis_index(axis, s.ndim) for s in signals]
     outers = [s.shape[:a] + s.shape[a + 1:] for s, a in zip(signals, time_axes)]
     try:
         outer = np.broadcast_shapes(*outers)
     except ValueError:
         raise ValueError(f"{name}: x of shape {signals[0].shape} and y of shape "
                          f"{signals[1].shape} do not broadcast outside axis {axis}") from None
-    axis = _axis(axis, len(outer) + 1)
+    axis = axis_index(axis, len(outer) + 1)
     lengths = [s.shape[a] for s, a in zip(signals, time_axes)]
     x = signals[0]
     result_dtype = jnp.result_type(x, 1j)
     real_dtype = jnp.finfo(result_dtype).dtype
     length = max(lengths)
     if nperseg is not None:
-        nperseg = _static_int(nperseg, f"{name}: nperseg")
+        nperseg = static_int(nperseg, f"{name}: nperseg")
         if nperseg < 1:
             raise ValueError(f"{name}: nperseg must be a positive integer, got {nperseg}")
     if any(s.size == 0 for s in signals):
@@ -454,8 +433,8 @@ def _spectral(name: str, x: Any, y: Any, fs: Any, window: Any, nperseg: Any, nov
         return (jnp.zeros(shape, real_dtype), jnp.zeros(shape, real_dtype),
                 jnp.zeros(shape, result_dtype))
     win, nperseg = _segment_window(name, window, nperseg, length, x.dtype)
-    noverlap = nperseg // 2 if noverlap is None else _static_int(noverlap, f"{name}: noverlap")
-    nfft = nperseg if nfft is None else _static_int(nfft, f"{name}: nfft")
+    noverlap = nperseg // 2 if noverlap is None else static_int(noverlap, f"{name}: noverlap")
+    nfft = nperseg if nfft is None else static_int(nfft, f"{name}: nfft")
     if nfft < nperseg:
         raise ValueError(f"{name}: nfft={nfft} must be at least nperseg={nperseg}")
     if not 0 <= noverlap < nperseg:
@@ -623,23 +602,23 @@ def istft(Zxx: Any, fs: Any = 1.0, window: Any = "hann", nperseg: int | None = N
     Zxx = jnp.asarray(Zxx)
     if Zxx.ndim < 2:
         raise ValueError(f"istft: Zxx must be at least 2-D, got shape {Zxx.shape}")
-    freq_axis = _axis(freq_axis, Zxx.ndim, "istft: freq_axis")
-    time_axis = _axis(time_axis, Zxx.ndim, "istft: time_axis")
+    freq_axis = axis_index(freq_axis, Zxx.ndim, "istft: freq_axis")
+    time_axis = axis_index(time_axis, Zxx.ndim, "istft: time_axis")
     if freq_axis == time_axis:
         raise ValueError("istft: time_axis and freq_axis must differ")
     Zxx = Zxx.astype(jnp.result_type(Zxx, 1j))
     bins = Zxx.shape[freq_axis]
     n_default = 2 * (bins - 1) if input_onesided else bins
-    nperseg = n_default if nperseg is None else _static_int(nperseg, "istft: nperseg")
+    nperseg = n_default if nperseg is None else static_int(nperseg, "istft: nperseg")
     if nperseg < 1:
         raise ValueError(f"istft: nperseg must be a positive integer, got {nperseg}")
     if nfft is None:
         # An odd nperseg with a one-sided input was transformed without padding.
         nfft = nperseg if input_onesided and nperseg == n_default + 1 else n_default
-    nfft = _static_int(nfft, "istft: nfft")
+    nfft = static_int(nfft, "istft: nfft")
     if nfft < nperseg:
         raise ValueError(f"istft: nfft={nfft} must be at least nperseg={nperseg}")
-    noverlap = nperseg // 2 if noverlap is None else _static_int(noverlap, "istft: noverlap")
+    noverlap = nperseg // 2 if noverlap is None else static_int(noverlap, "istft: noverlap")
     if not 0 <= noverlap < nperseg:
         raise ValueError(f"istft: noverlap={noverlap} must be at least 0 and less than "
                          f"nperseg={nperseg}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import lamella.numpy as jnp
+from lamella.scipy._arguments import inexact
 
 __all__ = ["vq"]
 
@@ -27,9 +28,7 @@ def vq(obs: Any, code_book: Any, check_finite: bool = True) -> tuple[Any, Any]:
     Array([0, 2], dtype=int32)
     """
     del check_finite
-    obs, code_book = jnp.asarray(obs), jnp.asarray(code_book)
-    dtype = jnp.result_type(obs, code_book, 1.0)
-    obs, code_book = obs.astype(dtype), code_book.astype(dtype)
+    obs, code_book = inexact(obs, code_book)
     if obs.ndim != code_book.ndim:
         raise ValueError(f"vq: obs and code_book must have the same rank, got shapes "
                          f"{obs.shape} and {code_book.shape}")
@@ -44,8 +43,7 @@ def vq(obs: Any, code_book: Any, check_finite: bool = True) -> tuple[Any, Any]:
     if code_book.shape[0] == 0:
         raise ValueError("vq: code_book must hold at least one code")
     squared = jnp.sum(jnp.square(obs[:, None, :] - code_book[None, :, :]), axis=-1)
-    code = jnp.argmin(squared, axis=-1)
-    nearest = jnp.take_along_axis(squared, code[:, None], axis=-1)[:, 0]
+    code, nearest = jnp.argmin(squared, axis=-1), jnp.min(squared, axis=-1)
     # The square root's derivative is infinite at 0: an observation equal to its code
     # gets a zero gradient instead of NaN.
     positive = nearest > 0

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-import lamella.core as lc
 import lamella.numpy as jnp
 import lamella.random as jrandom
+from lamella.scipy._arguments import concrete, inexact
 
 __all__ = ["Rotation", "Slerp"]
 
@@ -55,7 +55,7 @@ def _compose(p: Any, q: Any) -> Any:
 
 
 def _normalize(quat: Any) -> Any:
-    return quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)
+    return quat / jnp.sqrt(jnp.sum(quat * quat, axis=-1, keepdims=True))
 
 
 def _canonical(quat: Any) -> Any:
@@ -63,11 +63,6 @@ def _canonical(quat: Any) -> Any:
     x, y, z, w = _parts(quat)
     flip = (w < 0) | ((w == 0) & ((x < 0) | ((x == 0) & ((y < 0) | ((y == 0) & (z < 0))))))
     return jnp.where(flip[..., None], -quat, quat)
-
-
-def _as_float(x: Any) -> Any:
-    x = jnp.asarray(x)
-    return x.astype(jnp.result_type(x, 1.0))
 
 
 def _check_last(name: str, x: Any, size: int, what: str) -> None:
@@ -121,7 +116,7 @@ class Rotation(typing.NamedTuple):
         >>> Rotation.from_quat([0, 0, 2.0, 0]).quat
         Array([0., 0., 1., 0.], dtype=float32)
         """
-        quat = _as_float(quat)
+        (quat,) = inexact(quat)
         _check_last("Rotation.from_quat", quat, 4, "quaternions")
         if scalar_first:
             quat = jnp.roll(quat, -1, axis=-1)
@@ -134,7 +129,7 @@ class Rotation(typing.NamedTuple):
         >>> Rotation.from_matrix([[0, -1.0, 0], [1, 0, 0], [0, 0, 1]]).as_rotvec().round(6)
         Array([0.      , 0.      , 1.570796], dtype=float32)
         """
-        m = _as_float(matrix)
+        (m,) = inexact(matrix)
         if m.ndim < 2 or m.shape[-2:] != (3, 3):
             raise ValueError(f"Rotation.from_matrix: expected matrices of shape (3, 3) or "
                              f"(..., 3, 3), got shape {m.shape}")
@@ -166,7 +161,7 @@ class Rotation(typing.NamedTuple):
         >>> Rotation.from_rotvec([0, 0, 90.0], degrees=True).quat.round(6)
         Array([0.      , 0.      , 0.707107, 0.707107], dtype=float32)
         """
-        rotvec = _as_float(rotvec)
+        (rotvec,) = inexact(rotvec)
         _check_last("Rotation.from_rotvec", rotvec, 3, "rotation vectors")
         rotvec = _apply_if(degrees, jnp.deg2rad, rotvec)
         return cls(_rotvec_to_quat(rotvec))
@@ -178,7 +173,7 @@ class Rotation(typing.NamedTuple):
         >>> Rotation.from_mrp([0, 0, 1.0]).as_rotvec().round(6)
         Array([0.      , 0.      , 3.141593], dtype=float32)
         """
-        mrp = _as_float(mrp)
+        (mrp,) = inexact(mrp)
         _check_last("Rotation.from_mrp", mrp, 3, "MRPs")
         norm2 = jnp.sum(mrp * mrp, axis=-1, keepdims=True)
         return cls(_normalize(jnp.concatenate([2 * mrp, 1 - norm2], axis=-1) / (1 + norm2)))
@@ -197,7 +192,7 @@ class Rotation(typing.NamedTuple):
                [-1.,  0.,  0.]], dtype=float32)
         """
         axes, intrinsic = _parse_seq(seq, (1, 2, 3))
-        angles = _as_float(angles)
+        (angles,) = inexact(angles)
         if len(axes) == 1 and angles.ndim == 0:
             angles = angles[None]
         if angles.ndim == 0 or angles.shape[-1] != len(axes):
@@ -395,16 +390,20 @@ class Rotation(typing.NamedTuple):
         >>> Rotation.from_euler("z", 90, degrees=True).apply([1.0, 0, 0], inverse=True).round(6)
         Array([ 0., -1.,  0.], dtype=float32)
         """
-        vectors = _as_float(vectors)
+        (vectors,) = inexact(vectors)
         _check_last("Rotation.apply", vectors, 3, "vectors")
         if self.quat.ndim == 2 and vectors.ndim == 2 \
                 and 1 not in (len(self), vectors.shape[0]) and len(self) != vectors.shape[0]:
             raise ValueError(f"Rotation.apply: cannot apply {len(self)} rotations to "
                              f"{vectors.shape[0]} vectors: expected equal numbers, or a single "
                              "rotation or vector")
-        matrix = self.as_matrix()
-        matrix = _apply_if(inverse, lambda m: jnp.swapaxes(m, -1, -2), matrix)
-        return jnp.sum(matrix * vectors[..., None, :], axis=-1)
+        # v + w t + q x t with t = 2 q x v (q's vector part): no matrix, no reductions.
+        x, y, z, w = _parts(self.quat)
+        x, y, z = (_apply_if(inverse, jnp.negative, c) for c in (x, y, z))
+        vx, vy, vz = vectors[..., 0], vectors[..., 1], vectors[..., 2]
+        tx, ty, tz = 2 * (y * vz - z * vy), 2 * (z * vx - x * vz), 2 * (x * vy - y * vx)
+        return jnp.stack([vx + w * tx + y * tz - z * ty, vy + w * ty + z * tx - x * tz,
+                          vz + w * tz + x * ty - y * tx], axis=-1)
 
     def inv(self) -> Rotation:
         """The inverse rotation(s).
@@ -449,10 +448,6 @@ class Rotation(typing.NamedTuple):
         return Rotation(vectors[:, -1])
 
 
-def _concrete(x: Any) -> np.ndarray | None:
-    return None if isinstance(x, lc.Tracer) else np.asarray(x)
-
-
 class Slerp(typing.NamedTuple):
     """Spherical linear interpolation between key rotations at key times: each
     interval is traversed at constant angular velocity about a fixed axis.
@@ -487,7 +482,7 @@ class Slerp(typing.NamedTuple):
         if times.shape[0] != len(rotations):
             raise ValueError(f"Slerp.init: got {len(rotations)} rotations but "
                              f"{times.shape[0]} times")
-        known = _concrete(times)
+        known = concrete(times)
         if known is not None and not np.all(np.diff(known) > 0):
             raise ValueError("Slerp.init: times must be strictly increasing")
         start = Rotation(rotations.quat[:-1])
