@@ -152,8 +152,9 @@ def _round_to_e2m1(x: Any) -> Any:
 
 
 def _power_of_two_at_least(x: Any) -> tuple[Any, Any]:
-    """The e8m0 scale of float32 `x` >= 0 rounded up to a power of two, as its biased
-    exponent e (2**(e - 127)); JAX's rounding keeps exact powers of two and halves."""
+    """The e8m0 scale of float32 `x` >= 0, rounded up to a power of two, as its biased
+    exponent e (the scale is 2**(e - 127)). As in JAX, exact powers of two stay, and
+    subnormal values up to 2**-127 become e = 0."""
     bits = lax.bitcast_convert_type(x.astype(np.float32), np.uint32)
     exponent = lax.shift_right_logical(bits, np.uint32(23))
     mantissa = bits & np.uint32(0x7FFFFF)
@@ -163,7 +164,7 @@ def _power_of_two_at_least(x: Any) -> tuple[Any, Any]:
 
 
 def _power_of_two(exponent: Any) -> Any:
-    """2**(exponent - 127) as float32 (exponents 1..254; 0 gives 2**-127's stand-in 0)."""
+    """2**(exponent - 127) as float32, for biased exponents 1..254 (0 would give 0.0)."""
     return lax.bitcast_convert_type(lax.shift_left(exponent, np.uint32(23)), np.float32)
 
 
