@@ -1,4 +1,4 @@
-"""Kernels the error-function and normal-distribution families share: exp(+-x**2)
+"""Kernels the error-function and normal-distribution families share: exp(c x**2)
 without the rounding of x**2, the scaled complementary error function erfcx as
 Weideman's rational series, the normal tail Phi(-t), and Wichura's normal quantile.
 
@@ -27,15 +27,15 @@ SQRT_HALF = math.sqrt(0.5)
 SQRT_PI = math.sqrt(math.pi)
 
 
-# --- exp(+-x**2) ----------------------------------------------------------------------------
+# --- exp(c x**2) -------------------------------------------------------------------------------
 def _split_for_square(x: Array, bound: float) -> tuple[Array, Array]:
     """x (clamped to [-bound, bound]) as head + tail, where head keeps so few bits
     that head * head is exact and tail = x - head is exact too.
 
-    With |x| <= bound < 2**5 the head has at most 5 + 21 bits in float64 (8 + 4 in
-    float32), so its square fits the 53-bit (24-bit) significand.
+    With |x| <= bound < 2**6 the head has at most 6 + 20 bits in float64 (4 + 8 in
+    float32, where bound < 2**4), so its square fits the 53-bit (24-bit) significand.
     """
-    scale = 2.0 ** 21 if is_float64(x) else 2.0 ** 8
+    scale = 2.0 ** 20 if is_float64(x) else 2.0 ** 8
     x = lnp.clip(x, -bound, bound)
     head = lnp.round(x * scale) * (1 / scale)
     return head, x - head
@@ -43,27 +43,25 @@ def _split_for_square(x: Array, bound: float) -> tuple[Array, Array]:
 
 def _expm1_small(c: Array) -> Array:
     """expm1(c) for |c| <= 0.03 by its Taylor series: the fifth-order term, c**5/120,
-    is below float32's rounding there (and float64's for the |c| <= 1e-5 it gets)."""
+    is below float32's rounding there (and float64's for the |c| <= 1e-4 it gets)."""
     return c * (1 + c * (1 / 2 + c * (1 / 6 + c * (1 / 24 + c * (1 / 120)))))
 
 
-def exp_square(x: Array, sign: int) -> Array:
-    """exp(sign * x**2 / 2) for sign = -1 and exp(x**2) for sign = +1, to about one
-    ulp: rounding x**2 first would cost a relative error of x**2 ulps.
+def exp_square(x: Array, factor: float) -> Array:
+    """exp(factor * x**2) for factor = -1/2, -1 or 1, to about one ulp: rounding x**2
+    first would cost a relative error of x**2 ulps.
 
-    exp(-x**2/2) = e + e expm1(-tail (head + tail/2)) with e = exp(-head**2/2): the
-    first argument is exact, the second small (|tail| <= 2**-9, or 2**-22 in
+    exp(c x**2) = e + e expm1(c tail (2 head + tail)) with e = exp(c head**2): the
+    first argument is exact, the second small (|tail| <= 2**-9, or 2**-21 in
     float64). (Written as a product of two exponentials, XLA would fold it back
     into the exponential of a rounded sum.) The clamp is past where the result
-    under- or overflows anyway.
+    under- or overflows (at |x| = 38.6 / 14 for c = -1/2 in float64 / float32).
     """
-    if sign < 0:
-        head, tail = _split_for_square(x, 40.0 if is_float64(x) else 15.0)
-        e = lnp.exp(-0.5 * head * head)
-        return e + e * _expm1_small(-tail * (head + 0.5 * tail))
-    head, tail = _split_for_square(x, 27.0 if is_float64(x) else 10.0)
-    e = lnp.exp(head * head)
-    return lnp.where(e == lnp.inf, e, e + e * _expm1_small(tail * (2 * head + tail)))
+    bound = (27.0 if is_float64(x) else 10.0) / math.sqrt(abs(factor)) + 1
+    head, tail = _split_for_square(x, bound)
+    e = lnp.exp(factor * (head * head))
+    corrected = e + e * _expm1_small(factor * (tail * (2 * head + tail)))
+    return lnp.where(e == lnp.inf, e, corrected) if factor > 0 else corrected
 
 
 # --- erfcx ----------------------------------------------------------------------------------
@@ -109,7 +107,7 @@ def erfcx_real(x: Array) -> Array:
     zero, which overflows (to inf, as the function does) below -26.6 (float64) or
     -9.4 (float32)."""
     positive = erfcx_nonnegative(lnp.abs(x))
-    return lnp.where(x < 0, 2 * exp_square(x, 1) - positive, positive)
+    return lnp.where(x < 0, 2 * exp_square(x, 1.0) - positive, positive)
 
 
 # --- the normal distribution ----------------------------------------------------------------
@@ -117,7 +115,7 @@ def normal_tail(t: Array) -> Array:
     """Phi(-t) = erfc(t / sqrt(2)) / 2 for t >= 0, to a few ulps even deep in the
     tail, as exp(-t**2/2) erfcx(t / sqrt(2)) / 2: erfcx is well conditioned, and
     the exponential is formed from the exact t."""
-    return 0.5 * exp_square(t, -1) * erfcx_nonnegative(t * SQRT_HALF)
+    return 0.5 * exp_square(t, -0.5) * erfcx_nonnegative(t * SQRT_HALF)
 
 
 # Wichura's AS 241 (Applied Statistics 37, 1988), PPND16: rational approximations of

@@ -58,7 +58,7 @@ def _ndtr(x: Array) -> Array:
 def _ndtr_jvp(primals, tangents):
     x, = primals
     t, = tangents
-    return _ndtr(x), t * exp_square(x, -1) / _SQRT_2PI
+    return _ndtr(x), t * exp_square(x, -0.5) / _SQRT_2PI
 
 
 def ndtr(x: ArrayLike) -> Array:
@@ -108,7 +108,7 @@ def _log_ndtr(x: Array) -> Array:
     t = lnp.abs(x)
     scaled_tail = 0.5 * erfcx_nonnegative(t * SQRT_HALF)  # Phi(-t) exp(t**2 / 2)
     below = x <= 0
-    tail = exp_square(lnp.where(below, 0.0, t), -1) * scaled_tail  # Phi(-x) above 0
+    tail = exp_square(lnp.where(below, 0.0, t), -0.5) * scaled_tail  # Phi(-x) above 0
     # One logarithm serves both sides: of scaled_tail below 0, and of 1 - tail above,
     # where 1 - tail is exact enough once tail >= 1/4; smaller tails take the series.
     logarithm = lnp.log(lnp.where(below, scaled_tail, 1 - tail))
@@ -125,7 +125,7 @@ def _log_ndtr_jvp(primals, tangents):
     # positive argument is well conditioned); above, Phi(x) is near 1.
     below = x < 0
     lower = math.sqrt(2 / math.pi) / erfcx_nonnegative(lnp.where(below, -x, 0.0) * SQRT_HALF)
-    upper = exp_square(x, -1) / (_SQRT_2PI * (1 - normal_tail(lnp.where(below, 0.0, x))))
+    upper = exp_square(x, -0.5) / (_SQRT_2PI * (1 - normal_tail(lnp.where(below, 0.0, x))))
     return _log_ndtr(x), t * lnp.where(below, lower, upper)
 
 

@@ -48,7 +48,7 @@ def _t_small_a(h: Array, a: Array) -> Array:
     x = span[..., None] * s.astype(h.dtype)
     hx = h[..., None] * x
     terms = w.astype(h.dtype) * lnp.exp(-0.5 * hx * hx) / (1 + x * x)
-    return span * exp_square(h, -1) * lnp.sum(terms, axis=-1) / (2 * math.pi)
+    return span * exp_square(h, -0.5) * lnp.sum(terms, axis=-1) / (2 * math.pi)
 
 
 def _t_nonnegative(h: Array, a: Array) -> Array:
@@ -74,12 +74,12 @@ def _owens_t(h: Array, a: Array) -> Array:
 def _owens_t_jvp(primals, tangents):
     h, a = primals
     h_dot, a_dot = tangents
-    gaussian = exp_square(h, -1)
+    gaussian = exp_square(h, -0.5)
     # dT/dh = -phi(h) erf(a h / sqrt 2) / 2,
     # dT/da = exp(-h**2 / 2) exp(-(a h)**2 / 2) / (2 pi (1 + a**2)).
     d_h = -0.5 * gaussian / math.sqrt(2 * math.pi) * lax.erf(a * h * SQRT_HALF)
     ah = lnp.where(h == 0, 0.0, a * h)
-    d_a = gaussian * exp_square(ah, -1) / (2 * math.pi * (1 + a * a))
+    d_a = gaussian * exp_square(ah, -0.5) / (2 * math.pi * (1 + a * a))
     return _owens_t(h, a), h_dot * d_h + a_dot * d_a
 
 
