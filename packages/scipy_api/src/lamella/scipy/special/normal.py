@@ -7,9 +7,9 @@ the exponential formed from the exact t (see `_gaussian`), so
 - ndtr keeps a relative accuracy of a few ulps down to the underflow (erfc of a
   rounded x/sqrt(2) would lose x**2 ulps there);
 - log_ndtr(x) for x < 0 is -x**2/2 + log(erfcx(-x/sqrt(2)) / 2), two terms of one
-  sign, so it is accurate for every x without JAX's asymptotic series (4% off
-  near x = -5 in float32); for x > 0 it is log1p(-Phi(-x)), as a series while
-  Phi(-x) < 1/4;
+  sign, so it is accurate for every x without an asymptotic series; for x > 0 it
+  is log1p(-Phi(-x)), as a series while Phi(-x) < 1/4 (JAX's log(Phi(x)) is 4%
+  off at x = 5 in float32, where Phi(x) rounds to 1 - 5 eps);
 - ndtri is Wichura's AS 241, good to ~1e-16, with min(p, 1 - p) exact.
 
 Integers are refused with a TypeError as in JAX; 16-bit floats are computed in
