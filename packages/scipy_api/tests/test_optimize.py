@@ -134,13 +134,19 @@ def test_float32_quadratic_and_vmap_over_starting_points(method):
 
 
 def test_complex_variables_with_lbfgs():
-    def distance(z):
-        return jnp.sum(jnp.abs(z - jnp.array([1 + 2j, -3j])) ** 2)
+    # Re(z^H A z) - 2 Re(b^H z) with A Hermitian positive definite: minimum at A^-1 b.
+    rng = np.random.default_rng(5)
+    B = rng.standard_normal((4, 4)) + 1j * rng.standard_normal((4, 4))
+    A = (B @ B.conj().T + np.eye(4)).astype(np.complex64)
+    b = (rng.standard_normal(4) + 1j * rng.standard_normal(4)).astype(np.complex64)
 
-    res = minimize(distance, np.zeros(2, np.complex64), method=LBFGS)
-    assert bool(res.success)
-    assert np.asarray(res.x).dtype == np.complex64
-    np.testing.assert_allclose(res.x, [1 + 2j, -3j], atol=1e-5)
+    def energy(z):
+        return jnp.real(jnp.vdot(z, A @ z)) - 2 * jnp.real(jnp.vdot(b, z))
+
+    res = minimize(energy, np.zeros(4, np.complex64), method=LBFGS)
+    assert bool(res.success), res.status
+    assert np.asarray(res.x).dtype == np.complex64 and np.asarray(res.fun).dtype == np.float32
+    np.testing.assert_allclose(res.x, np.linalg.solve(A, b), atol=1e-4)
 
 
 def test_errors_name_the_mistake():

@@ -70,7 +70,8 @@ class LBFGSResults(NamedTuple):
 def _direction(state: LBFGSResults, maxcor: int):
     """`-H g` by the two-loop recursion, newest pair first, then oldest first.
 
-    Unused rows hold zeros and `rho = 0`, so they change nothing.
+    Unused rows hold zeros and `rho = 0`, so they change nothing. In JAX's convention
+    for complex variables the gradient is `conj(g)` and its changes are `conj(y)`.
     """
     newest = state.stored - 1
 
@@ -142,7 +143,7 @@ def minimize_lbfgs(fun: Callable, x0: Any, maxiter: float | None = None, norm: A
                          gfk=state.g_k, maxiter=maxls)
         s = ls.a_k.astype(x0.dtype) * p
         y = ls.g_k - state.g_k
-        sy = slope(jnp.conj(s), y)
+        sy = slope(y, s)
         keep = sy > 0
         row = state.stored % maxcor
         nfev, ngev = state.nfev + ls.nfev, state.ngev + ls.ngev
