@@ -72,12 +72,7 @@ def _i0e(x: Array) -> Array:
     return lnp.where(z <= 8, near, far)
 
 
-@_i0e.defjvp
-def _i0e_jvp(primals, tangents):
-    x, = primals
-    t, = tangents
-    y = _i0e(x)
-    return y, t * (lax.bessel_i1e(x) - lnp.sign(x) * y)
+_i0e.defjvps(lambda t, y, x: t * (lax.bessel_i1e(x) - lnp.sign(x) * y))
 
 
 def i0e(x: ArrayLike) -> Array:

@@ -49,11 +49,7 @@ def _erfc(x: Array) -> Array:
     return lnp.where(upper, tail, lax.erfc(x))
 
 
-@_erfc.defjvp
-def _erfc_jvp(primals, tangents):
-    x, = primals
-    t, = tangents
-    return _erfc(x), t * (-2 / SQRT_PI) * exp_square(x, -1.0)
+_erfc.defjvps(lambda t, y, x: t * (-2 / SQRT_PI) * exp_square(x, -1.0))
 
 
 def erfc(x: ArrayLike) -> Array:
@@ -74,12 +70,7 @@ def _erfinv(x: Array) -> Array:
     return lnp.where(near_one, lnp.copysign(tail, x), lax.erf_inv(x))
 
 
-@_erfinv.defjvp
-def _erfinv_jvp(primals, tangents):
-    x, = primals
-    t, = tangents
-    y = _erfinv(x)
-    return y, t * (0.5 * SQRT_PI) * lnp.exp(y * y)
+_erfinv.defjvps(lambda t, y, x: t * (0.5 * SQRT_PI) * lnp.exp(y * y))
 
 
 def erfinv(x: ArrayLike) -> Array:
@@ -97,12 +88,7 @@ def _erfcx(x: Array) -> Array:
     return erfcx_real(x)
 
 
-@_erfcx.defjvp
-def _erfcx_jvp(primals, tangents):
-    x, = primals
-    t, = tangents
-    y = _erfcx(x)
-    return y, t * (2 * x * y - 2 / SQRT_PI)
+_erfcx.defjvps(lambda t, y, x: t * (2 * x * y - 2 / SQRT_PI))
 
 
 def erfcx(x: ArrayLike) -> Array:

@@ -99,12 +99,7 @@ def _dawsn(x: Array) -> Array:
                      _dawson_far(lnp.where(small, 1.0, x)))
 
 
-@_dawsn.defjvp
-def _dawsn_jvp(primals, tangents):
-    x, = primals
-    t, = tangents
-    y = _dawsn(x)
-    return y, t * (1 - 2 * x * y)
+_dawsn.defjvps(lambda t, y, x: t * (1 - 2 * x * y))
 
 
 def dawsn(x: ArrayLike) -> Array:
@@ -138,12 +133,7 @@ def _wofz(z: Array) -> Array:
     return lnp.where(y == 0, on_axis, out)
 
 
-@_wofz.defjvp
-def _wofz_jvp(primals, tangents):
-    z, = primals
-    t, = tangents
-    w = _wofz(z)
-    return w, t * (-2 * z * w + 2j / SQRT_PI)
+_wofz.defjvps(lambda t, w, z: t * (-2 * z * w + 2j / SQRT_PI))
 
 
 def _as_complex(z: ArrayLike) -> Array:

@@ -43,11 +43,7 @@ def _xlogy(x: Array, y: Array) -> Array:
     return _x_times(lnp.log, x, y)
 
 
-@_xlogy.defjvp
-def _xlogy_jvp(primals, tangents):
-    x, y = primals
-    x_dot, y_dot = tangents
-    return _xlogy(x, y), x_dot * lnp.log(y) + y_dot * _x_over(x, y)
+_xlogy.defjvps(lambda t, out, x, y: t * lnp.log(y), lambda t, out, x, y: t * _x_over(x, y))
 
 
 def xlogy(x: ArrayLike, y: ArrayLike) -> Array:
@@ -65,11 +61,8 @@ def _xlog1py(x: Array, y: Array) -> Array:
     return _x_times(log1p, x, y)
 
 
-@_xlog1py.defjvp
-def _xlog1py_jvp(primals, tangents):
-    x, y = primals
-    x_dot, y_dot = tangents
-    return _xlog1py(x, y), x_dot * log1p(y) + y_dot * _x_over(x, 1 + y)
+_xlog1py.defjvps(lambda t, out, x, y: t * log1p(y),
+                 lambda t, out, x, y: t * _x_over(x, 1 + y))
 
 
 def xlog1py(x: ArrayLike, y: ArrayLike) -> Array:
@@ -88,11 +81,7 @@ def _entr(x: Array) -> Array:
     return lnp.where(x < 0, -lnp.inf, -_x_times(lnp.log, x, x))
 
 
-@_entr.defjvp
-def _entr_jvp(primals, tangents):
-    x, = primals
-    t, = tangents
-    return _entr(x), -t * (lnp.log(x) + 1)
+_entr.defjvps(lambda t, y, x: -t * (lnp.log(x) + 1))
 
 
 def entr(x: ArrayLike) -> Array:
@@ -130,11 +119,8 @@ def _rel_entr(p: Array, q: Array) -> Array:
     return lnp.where(both, sp * _log_ratio(sp, sq), _divergence_cases(p, q, 0.0))
 
 
-@_rel_entr.defjvp
-def _rel_entr_jvp(primals, tangents):
-    p, q = primals
-    p_dot, q_dot = tangents
-    return _rel_entr(p, q), p_dot * (lnp.log(p / q) + 1) - q_dot * (p / q)
+_rel_entr.defjvps(lambda t, out, p, q: t * (lnp.log(p / q) + 1),
+                  lambda t, out, p, q: -t * (p / q))
 
 
 def rel_entr(p: ArrayLike, q: ArrayLike) -> Array:
@@ -167,11 +153,7 @@ def _kl_div(p: Array, q: Array) -> Array:
     return lnp.where(both, value, _divergence_cases(p, q, q))
 
 
-@_kl_div.defjvp
-def _kl_div_jvp(primals, tangents):
-    p, q = primals
-    p_dot, q_dot = tangents
-    return _kl_div(p, q), p_dot * lnp.log(p / q) + q_dot * (1 - p / q)
+_kl_div.defjvps(lambda t, out, p, q: t * lnp.log(p / q), lambda t, out, p, q: t * (1 - p / q))
 
 
 def kl_div(p: ArrayLike, q: ArrayLike) -> Array:

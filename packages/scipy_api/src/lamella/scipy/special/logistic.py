@@ -39,11 +39,7 @@ def _logit(p: Array) -> Array:
     return lnp.where(central, near_half, lnp.log(p / (1 - p)))
 
 
-@_logit.defjvp
-def _logit_jvp(primals, tangents):
-    p, = primals
-    t, = tangents
-    return _logit(p), t / (p * (1 - p))
+_logit.defjvps(lambda t, y, p: t / (p * (1 - p)))
 
 
 def logit(x: ArrayLike) -> Array:

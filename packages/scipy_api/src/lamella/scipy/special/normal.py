@@ -54,11 +54,7 @@ def _ndtr(x: Array) -> Array:
     return lnp.where(x < 0, normal_tail(lnp.abs(x)), 1 - normal_tail(lnp.abs(x)))
 
 
-@_ndtr.defjvp
-def _ndtr_jvp(primals, tangents):
-    x, = primals
-    t, = tangents
-    return _ndtr(x), t * exp_square(x, -0.5) / _SQRT_2PI
+_ndtr.defjvps(lambda t, y, x: t * exp_square(x, -0.5) / _SQRT_2PI)
 
 
 def ndtr(x: ArrayLike) -> Array:
@@ -77,12 +73,7 @@ def _ndtri(p: Array) -> Array:
     return normal_quantile(p)
 
 
-@_ndtri.defjvp
-def _ndtri_jvp(primals, tangents):
-    p, = primals
-    t, = tangents
-    y = _ndtri(p)
-    return y, t * _SQRT_2PI * lnp.exp(0.5 * y * y)
+_ndtri.defjvps(lambda t, y, p: t * _SQRT_2PI * lnp.exp(0.5 * y * y))
 
 
 def ndtri(p: ArrayLike) -> Array:
@@ -117,16 +108,17 @@ def _log_ndtr(x: Array) -> Array:
     return lnp.where(below, -(0.5 * t) * t + logarithm, upper)
 
 
-@_log_ndtr.defjvp
-def _log_ndtr_jvp(primals, tangents):
-    x, = primals
-    t, = tangents
-    # phi(x) / Phi(x): below 0 with the exp(-x**2/2) of both cancelled (erfcx of a
-    # positive argument is well conditioned); above, Phi(x) is near 1.
+def _normal_hazard(x: Array) -> Array:
+    """phi(x) / Phi(x), the derivative of log_ndtr: below 0 with the exp(-x**2/2) of
+    both cancelled (erfcx of a positive argument is well conditioned); above 0,
+    where Phi(x) is near 1, directly."""
     below = x < 0
     lower = math.sqrt(2 / math.pi) / erfcx_nonnegative(lnp.where(below, -x, 0.0) * SQRT_HALF)
     upper = exp_square(x, -0.5) / (_SQRT_2PI * (1 - normal_tail(lnp.where(below, 0.0, x))))
-    return _log_ndtr(x), t * lnp.where(below, lower, upper)
+    return lnp.where(below, lower, upper)
+
+
+_log_ndtr.defjvps(lambda t, y, x: t * _normal_hazard(x))
 
 
 def log_ndtr(x: ArrayLike, series_order: int = 3) -> Array:
