@@ -1,8 +1,9 @@
 """lamella.scipy.optimize.minimize against SciPy: BFGS and L-BFGS converge on Rosenbrock
 (2-d and 100-d) and on quadratics with `args` in no more iterations than SciPy's BFGS
-(float64, same start); float32 runs that JAX 0.10.2 gives up on converge; jit; vmap
-over starting points against a loop; options; bad input. Each minimisation is jitted
-once at module level, so it compiles once for all examples."""
+(float64, same start; L-BFGS on small problems against SciPy's L-BFGS-B); float32 runs
+that JAX 0.10.2 gives up on converge; jit; vmap over starting points and args against
+a loop; options; complex variables; bad input. Each minimisation is jitted once at
+module level, so it compiles once for all examples."""
 
 import numpy as np
 import pytest
@@ -117,20 +118,22 @@ def test_float32_rosenbrock_converges_where_jax_gives_up(method):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_float32_quadratic_and_vmap_over_starting_points(method):
+def test_float32_quadratic_and_vmap_over_starts_and_args(method):
     # JAX 0.10.2's L-BFGS can fail at the first iteration on such a 4-d SPD quadratic.
-    _, A, b = spd_problem(3, n=4)
-    A, b = A.astype(np.float32), b.astype(np.float32)
-    starts = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32) * 3
-    batched = lc.jit(lc.vmap(lambda x0: minimize(quadratic, x0, args=(A, b), method=method)))
-    res = batched(starts)
+    _, A, _ = spd_problem(3, n=4)
+    A = A.astype(np.float32)
+    rng = np.random.default_rng(0)
+    starts = (rng.standard_normal((5, 4)) * 3).astype(np.float32)
+    rhs = rng.standard_normal((5, 4)).astype(np.float32)
+    batched = lc.jit(lc.vmap(QUADRATIC[method], in_axes=(0, None, 0)))
+    res = batched(starts, A, rhs)
     assert np.asarray(res.x).shape == (5, 4) and np.asarray(res.nit).shape == (5,)
-    for i, x0 in enumerate(starts):
-        one = QUADRATIC[method](x0, A, b)
+    for i in range(5):
+        one = QUADRATIC[method](starts[i], A, rhs[i])
         assert bool(one.success), one.status
         np.testing.assert_allclose(res.x[i], one.x, rtol=1e-5, atol=1e-5)
         assert int(res.nit[i]) == int(one.nit) and bool(res.success[i])
-    np.testing.assert_allclose(res.x, np.broadcast_to(np.linalg.solve(A, b), (5, 4)), atol=1e-4)
+    np.testing.assert_allclose(res.x, np.linalg.solve(A, rhs.T).T, atol=1e-4)
 
 
 def test_complex_variables_with_lbfgs():

@@ -311,7 +311,7 @@ def line_search(f: Callable, xk: Any, pk: Any, old_fval: Any = None, old_old_fva
         j = jnp.where(s.bracketed, s.j + 1, s.j)
         exhausted = jnp.where(bracketed, j >= _MAX_ZOOM, i >= maxiter)
         failed = ~accept & (stuck | exhausted)
-        best_f = jnp.where(accept, value, jnp.where(moved, value, s.best_f))
+        best_f = jnp.where(accept | moved, value, s.best_f)
         best_g = jnp.where(accept | moved, g, s.best_g)
         x = _pick(accept, trial, x)
         status = jnp.where(failed, jnp.where(bracketed | stuck, 1, 3), 0)
