@@ -395,6 +395,18 @@ def test_tridiagonal_solve_derivatives_vmap_jit():
     check_jit_matches_eager(linalg.tridiagonal_solve, args32)
 
 
+def test_vmap_at_a_middle_axis():
+    dl, d, du, b = tridiagonal_system((), 4, 2, np.float32)
+    bs = np.stack([b, 2 * b, -b], axis=1)  # (4, 3, 2): batched at axis 1
+    out = lc.vmap(linalg.tridiagonal_solve, in_axes=(None, None, None, 1), out_axes=1)(
+        dl, d, du, bs)
+    expected = np.stack([np.linalg.solve(dense(dl, d, du), bs[:, i]) for i in range(3)], 1)
+    close(out, expected, np.float32, 100)
+    xs = random((4, 2, 4), np.float32)
+    a, _ = lc.vmap(linalg.hessenberg, in_axes=1)(xs)
+    close(a, np.stack([lapack.sgehrd(xs[:, i])[0] for i in range(2)]), np.float32)
+
+
 def test_tridiagonal_solve_complex_vjp_is_the_transpose():
     with lc.enable_x64():
         dl, d, du, b = tridiagonal_system((), 4, 2, np.complex128)
