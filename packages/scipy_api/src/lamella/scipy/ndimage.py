@@ -81,7 +81,7 @@ def map_coordinates(input: Any, coordinates: Sequence[Any], order: int, mode: st
     Array([3.  , 1.25, 1.  ], dtype=float32)
     """
     input = jnp.asarray(input)
-    if isinstance(coordinates, Sequence) and not isinstance(coordinates, str):
+    if isinstance(coordinates, Sequence):
         coordinates = [jnp.asarray(c) for c in coordinates]
     else:
         coordinates = list(jnp.asarray(coordinates))
@@ -92,8 +92,8 @@ def map_coordinates(input: Any, coordinates: Sequence[Any], order: int, mode: st
         raise ValueError("map_coordinates: input must be at least 1-dimensional")
     if any(size == 0 for size in input.shape):
         raise ValueError(f"map_coordinates: input must not be empty, got shape {input.shape}")
-    fix_index = _INDEX_FIXERS.get(_SCIPY_NAMES.get(mode, mode))
-    if fix_index is None:
+    fixer = _SCIPY_NAMES.get(mode, mode)
+    if fixer not in _INDEX_FIXERS:
         raise ValueError(f"map_coordinates: mode must be one of {sorted(_INDEX_FIXERS)} (or "
                          f"SciPy's {sorted(_SCIPY_NAMES)}), got {mode!r}")
     order = static_int(order, "map_coordinates: order")
@@ -101,13 +101,14 @@ def map_coordinates(input: Any, coordinates: Sequence[Any], order: int, mode: st
         raise NotImplementedError(f"map_coordinates supports order 0 (nearest) and 1 "
                                   f"(linear), as JAX does; got order={order}")
     coordinates = [inexact(c)[0] for c in coordinates]
-    constant = _SCIPY_NAMES.get(mode, mode) == "constant"
+    constant = fixer == "constant"
     cval = jnp.asarray(cval).astype(input.dtype)
     nodes_per_axis = []
     for coordinate, size in zip(coordinates, input.shape):
         nodes = _nearest(coordinate) if order == 0 else _linear(coordinate)
-        # (index inside input, whether the node lies inside it, weight)
-        nodes_per_axis.append([(fix_index(index, size), (index >= 0) & (index < size), weight)
+        # (index inside input, whether the node lies inside it (for 'constant'), weight)
+        nodes_per_axis.append([(_INDEX_FIXERS[fixer](index, size),
+                                (index >= 0) & (index < size) if constant else None, weight)
                                for index, weight in nodes])
     terms = []
     for corner in itertools.product(*nodes_per_axis):
@@ -115,8 +116,7 @@ def map_coordinates(input: Any, coordinates: Sequence[Any], order: int, mode: st
         value = input[tuple(indices)]
         if constant:
             value = jnp.where(functools.reduce(operator.and_, valid), value, cval)
-        weights = [w for w in weights if w is not None]
-        terms.append(functools.reduce(operator.mul, weights, value) if weights else value)
+        terms.append(functools.reduce(operator.mul, [w for w in weights if w is not None], value))
     result = functools.reduce(operator.add, terms)
     if jnp.issubdtype(input.dtype, jnp.integer) and order == 1:
         result = lax.round(result)

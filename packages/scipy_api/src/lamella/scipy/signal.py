@@ -441,9 +441,8 @@ def _spectral(name: str, x: Any, y: Any, fs: Any, window: Any, nperseg: Any, nov
         raise ValueError(f"{name}: noverlap={noverlap} must be at least 0 and less than "
                          f"nperseg={nperseg}")
     step = nperseg - noverlap
-    complex_input = jnp.iscomplexobj(x)
     onesided = bool(return_onesided)
-    if onesided and complex_input:
+    if onesided and jnp.iscomplexobj(x):
         warnings.warn(f"{name}: input data is complex, switching to return_onesided=False",
                       stacklevel=3)
         onesided = False
@@ -459,9 +458,7 @@ def _spectral(name: str, x: Any, y: Any, fs: Any, window: Any, nperseg: Any, nov
             extra = (-(signal.shape[-1] - nperseg) % step) % nperseg
             signal = jnp.pad(signal, [(0, 0)] * (signal.ndim - 1) + [(0, extra)])
         segments = detrend_func(_frames(signal, nperseg, step)) * win
-        if onesided:
-            return jnp.fft.rfft(jnp.real(segments), n=nfft)
-        return jnp.fft.fft(segments, n=nfft)
+        return (jnp.fft.rfft if onesided else jnp.fft.fft)(segments, n=nfft)
 
     spectra = transform(x, time_axes[0])
     if scaling == "density":
@@ -540,7 +537,8 @@ def csd(x: Any, y: Any, fs: Any = 1.0, window: Any = "hann", nperseg: int | None
         return_onesided: bool = True, scaling: str = "density", axis: int = -1,
         average: str = "mean") -> tuple[Any, Any]:
     """The cross power spectral density of `x` and `y` by Welch's method: `(f, Pxy)`,
-    the average of the segments' `conj(X) * Y` (complex; `y=None` means `x`).
+    the average of the segments' `conj(X) * Y` (complex; with `y=None`, the real
+    power spectral density of `x`, as `welch`).
 
     Segments are as in `welch`: `nperseg` defaults to the whole signal (JAX's
     default; SciPy's is 256).
@@ -557,8 +555,6 @@ def csd(x: Any, y: Any, fs: Any = 1.0, window: Any = "hann", nperseg: int | None
         raise ValueError(f"csd: average must be 'mean' or 'median', got {average!r}")
     freqs, _, spectra = _spectral("csd", x, y, fs, window, nperseg, noverlap, nfft, detrend,
                                   return_onesided, scaling, axis, "psd")
-    if y is not None:
-        spectra = spectra.astype(jnp.result_type(spectra, 1j))
     return freqs, _average(spectra, average)
 
 
@@ -578,9 +574,8 @@ def welch(x: Any, fs: Any = 1.0, window: Any = "hann", nperseg: int | None = Non
     >>> p.round(4)
     Array([0.    , 1.3333, 0.    ], dtype=float32)
     """
-    freqs, spectra = csd(x, None, fs, window, nperseg, noverlap, nfft, detrend,
-                         return_onesided, scaling, axis, average)
-    return freqs, jnp.real(spectra)
+    return csd(x, None, fs, window, nperseg, noverlap, nfft, detrend, return_onesided, scaling,
+               axis, average)
 
 
 def istft(Zxx: Any, fs: Any = 1.0, window: Any = "hann", nperseg: int | None = None,
