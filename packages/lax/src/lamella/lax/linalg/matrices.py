@@ -65,7 +65,7 @@ def scalar(value: Any, dtype: Any) -> Any:
     return full((), value, dtype)
 
 
-def tri_mask(shape: Sequence[int], k: int, lower: bool) -> Any:
+def _tri_mask(shape: Sequence[int], k: int, lower: bool) -> Any:
     """True on and below diagonal k (``lower``), or on and above it."""
     ndim = len(shape)
     rows = broadcasted_iota(np.int32, shape, ndim - 2)
@@ -74,11 +74,11 @@ def tri_mask(shape: Sequence[int], k: int, lower: bool) -> Any:
 
 
 def tril(x: Any, k: int = 0) -> Any:
-    return select(tri_mask(aval_of(x).shape, k, True), x, full_like(x, 0))
+    return select(_tri_mask(aval_of(x).shape, k, True), x, full_like(x, 0))
 
 
 def triu(x: Any, k: int = 0) -> Any:
-    return select(tri_mask(aval_of(x).shape, k, False), x, full_like(x, 0))
+    return select(_tri_mask(aval_of(x).shape, k, False), x, full_like(x, 0))
 
 
 def eye(n: int, dtype: Any, m: int | None = None) -> Any:
