@@ -2,7 +2,7 @@
 
 E_n(x) is its power series for x <= 1 (a fixed 24 terms) and the continued
 fraction e^-x / (x + n - 1*n / (x + n + 2 - 2 (n + 1) / (x + n + 4 - ...))) above,
-run in a `while_loop` until every element has converged. Ei(x) for x > 0 is its
+evaluated backwards from a fixed depth. Ei(x) for x > 0 is its
 series (all terms positive) up to x = 50 and its asymptotic series above; for
 x < 0 it is -E1(-x). Where JAX returns NaN — expi(0), expi(+-inf), exp1(inf) —
 these give SciPy's -inf, inf, 0 and 0, and expn(n >= 2, 0) is 1 / (n - 1).
@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 import lamella.core as lc
+import lamella.lax as lax
 import lamella.numpy as lnp
-from lamella.scipy.special._numerics import Array, ArrayLike, apply, eps, iterate
+from lamella.scipy.special._numerics import Array, ArrayLike, apply, eps, is_float64, iterate
 from lamella.scipy.special.gamma import _digamma, _gamma
 
 __all__ = ["exp1", "expi", "expn"]
@@ -41,25 +42,18 @@ def _series_below_one(n: Array, x: Array) -> Array:
     return total + lnp.where((n - 1) % 2 == 1, -special, special)
 
 
-def _fraction_above_one(n: Array, x: Array, active: Array) -> Array:
-    """E_n(x) for x > 1 by the modified Lentz method on its continued fraction."""
-    tiny = float(np.finfo(x.dtype).tiny) * 1e10
-    b = x + n
-    state = (lnp.zeros_like(x), b, 1 / tiny + lnp.zeros_like(x), 1 / b, 1 / b)
-    tolerance = eps(x)
+def _fraction_above_one(n: Array, x: Array) -> Array:
+    """E_n(x) for x > 1 by its continued fraction evaluated backwards from a fixed
+    depth (stable, unlike the forward Lentz recurrence, which gathers ~10 ulps
+    near x = 1); at x = 1 the depth reaches 2 ulps in float32 and 5 in float64."""
+    depth = 130 if is_float64(x) else 40
 
-    def step(state):
-        i, b, c, d, h = state
-        i = i + 1
-        an = -i * (n - 1 + i)
-        b = b + 2
-        d = 1 / (an * d + b)
-        c = b + an / c
-        delta = c * d
-        return (i, b, c, d, h * delta), lnp.abs(delta - 1) > tolerance
+    def step(j, t):
+        i = depth - j
+        return x + n + 2 * (i - 1) - i * (n - 1 + i) / t
 
-    h = iterate(step, state, active, _MAX_STEPS)[-1]
-    return h * lnp.exp(-x)
+    t = lax.fori_loop(0, depth, step, x + n + 2 * depth)
+    return lnp.exp(-x) / t
 
 
 def _expn_value(n: Array, x: Array) -> Array:
@@ -68,8 +62,7 @@ def _expn_value(n: Array, x: Array) -> Array:
     below = regular & (x <= 1)
     safe_n = lnp.where(regular, n, 1.0)
     series = _series_below_one(safe_n, lnp.where(below, x, 0.5))
-    fraction = _fraction_above_one(safe_n, lnp.where(regular & ~below, x, 2.0),
-                                   regular & ~below)
+    fraction = _fraction_above_one(safe_n, lnp.where(regular & ~below, x, 2.0))
     out = lnp.where(below, series, fraction)
     out = lnp.where(n == 0, lnp.exp(-x) / x, out)
     at_zero = lnp.where(n >= 2, 1 / lnp.maximum(n - 1, 1.0), lnp.inf)
