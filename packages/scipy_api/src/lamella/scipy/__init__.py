@@ -15,4 +15,8 @@ from lamella.scipy import integrate as integrate
 from lamella.scipy import interpolate as interpolate
 from lamella.scipy import linalg as linalg
 from lamella.scipy import ndimage as ndimage
+# JAX loads `optimize` lazily; here `import lamella.scipy` brings it too.
+from lamella.scipy import optimize as optimize
 from lamella.scipy import signal as signal
+from lamella.scipy import sparse as sparse
+from lamella.scipy import special as special
