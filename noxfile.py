@@ -15,6 +15,8 @@ LAYERS = {
     "core": ["core"],
     "lax": ["core", "lax"],
     "numpy_api": ["core", "lax", "numpy_api"],
+    "scipy_api": ["core", "lax", "numpy_api", "scipy_api"],
+    "nn": ["core", "lax", "numpy_api", "nn"],
 }
 
 
@@ -53,6 +55,20 @@ def numpy_api(session: nox.Session) -> None:
     """lamella-numpy with the layers below it only."""
     install_layers(session, "numpy_api")
     run_package_tests(session, "numpy_api")
+
+
+@nox.session(python=PYTHON)
+def scipy_api(session: nox.Session) -> None:
+    """lamella-scipy with the layers below it only."""
+    install_layers(session, "scipy_api")
+    run_package_tests(session, "scipy_api")
+
+
+@nox.session(python=PYTHON)
+def nn(session: nox.Session) -> None:
+    """lamella-nn with the layers below it only."""
+    install_layers(session, "nn")
+    run_package_tests(session, "nn")
 
 
 @nox.session(python=PYTHON)
@@ -113,3 +129,11 @@ def demo(session: nox.Session) -> None:
         folders += ["-e", f"./packages/{package}"]
     session.install(*folders, *DEMO_DEPS)
     session.run("python", "demo/demo.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def transformer(session: nox.Session) -> None:
+    """A character-level transformer trained on Python's bundled documentation text."""
+    install_layers(session, "nn")
+    session.install("tqdm>=4.60")
+    session.run("python", "demo/transformer.py", *session.posargs)

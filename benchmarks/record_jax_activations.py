@@ -11,7 +11,9 @@ It writes packages/nn/tests/data/jax_activations.json:
 - "dtypes": per activation and input kind, JAX's result dtype (suffix "w" for a weak
   type) or the name of the exception it raises;
 - "functions": outputs of logsumexp, softmax, log_softmax, logmeanexp, standardize
-  and one_hot on small fixed inputs (each with its keyword arguments).
+  and one_hot on small fixed inputs (each with its keyword arguments);
+- "attention": dot_product_attention's output and the gradients of sum(out * ct) for
+  query, key and value, on seeded random inputs, per combination of options.
 Floats are JSON numbers with NaN/Infinity tokens (Python's json reads them back).
 """
 
@@ -72,6 +74,54 @@ FUNCTIONS = [
 ]
 
 
+def attention_inputs():
+    """Seeded inputs (B, T, S, N, K, H) = (2, 5, 7, 4, 2, 8); the tests rebuild them."""
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((2, 5, 4, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 7, 2, 8)).astype(np.float32)
+    v = rng.standard_normal((2, 7, 2, 8)).astype(np.float32)
+    ct = rng.standard_normal((2, 5, 4, 8)).astype(np.float32)
+    bias = rng.standard_normal((1, 4, 5, 7)).astype(np.float32)
+    mask = rng.random((2, 1, 5, 7)) > 0.3
+    mask[0, 0, 1, :] = False
+    return q, k, v, ct, bias, mask
+
+
+ATTENTION = [
+    {}, {"is_causal": True}, {"bias": True}, {"mask": True},
+    {"query_seq_lengths": [3, 5], "key_value_seq_lengths": [7, 4]},
+    {"local_window_size": [1, 2]}, {"scale": 0.3, "is_causal": True, "bias": True},
+    {"mask": True, "bias": True, "is_causal": True, "local_window_size": 2,
+     "query_seq_lengths": [4, 2]},
+    {"kv_heads": 1}, {"kv_heads": 4, "is_causal": True},
+]
+
+
+def attention_case(spec: dict) -> dict:
+    q, k, v, ct, bias, mask = attention_inputs()
+    kv_heads = spec.get("kv_heads", 2)
+    k, v = (np.repeat(x, 2, axis=2)[:, :, :kv_heads] for x in (k, v))
+    kwargs = {}
+    for name, value in spec.items():
+        if name == "bias":
+            kwargs["bias"] = bias
+        elif name == "mask":
+            kwargs["mask"] = mask
+        elif name.endswith("seq_lengths"):
+            kwargs[name] = jnp.asarray(value, jnp.int32)
+        elif name == "local_window_size":
+            kwargs[name] = tuple(value) if isinstance(value, list) else value
+        elif name != "kv_heads":
+            kwargs[name] = value
+
+    def loss(q, k, v):
+        return jnp.sum(jax.nn.dot_product_attention(q, k, v, **kwargs) * ct)
+
+    out = jax.nn.dot_product_attention(q, k, v, **kwargs)
+    grads = jax.grad(loss, argnums=(0, 1, 2))(q, k, v)
+    return {"spec": spec, "out": as_list(out), "grads": [as_list(g) for g in grads]}
+
+
 def as_list(a) -> list:
     return np.asarray(a, np.float64).tolist()
 
@@ -111,9 +161,11 @@ def main() -> None:
         functions.append({"fn": name, "kwargs": {k: encode(v) for k, v in kwargs.items()},
                           "dtype": str(out.dtype), "out": as_list(out)})
     OUT.parent.mkdir(parents=True, exist_ok=True)
+    attention = [attention_case(spec) for spec in ATTENTION]
     OUT.write_text(json.dumps({"jax_version": jax.__version__, "grid": as_list(GRID),
                                "values": values, "grads": grads, "dtypes": dtypes,
-                               "functions": functions}, indent=1) + "\n")
+                               "functions": functions, "attention": attention},
+                              separators=(",", ":")) + "\n")
     print(f"wrote {OUT}")
 
 

@@ -13,7 +13,6 @@ from hypothesis.extra import numpy as hnp
 
 from lamella.lax import test_util
 from lamella.lax.test_util import (  # noqa: F401  (re-exported for the tests)
-    assert_close,
     check_derivatives,
     check_vmap,
 )

@@ -45,11 +45,15 @@ positive_b = hnp.arrays(np.float32, SHAPE, elements=st.sampled_from([0.0, 0.5, 1
                         | st.floats(0.125, 4.0, width=32))
 
 
+# Compiled whole (logsumexp itself runs op by op): one compile per combination of options.
+jitted_logsumexp = lc.jit(logsumexp, static_argnames=("axis", "keepdims"))
+
+
 @SETTINGS
 @given(a=arrays32(SHAPE), axis=st.sampled_from(AXES), keepdims=st.booleans(),
        b=st.none() | positive_b, where=bool_masks)
 def test_logsumexp_matches_scipy(a, axis, keepdims, b, where):
-    got = logsumexp(a, axis=axis, b=b, keepdims=keepdims, where=where)
+    got = jitted_logsumexp(a, axis=axis, b=b, keepdims=keepdims, where=where)
     _close(got, ref_logsumexp(a, axis, b, keepdims, where=where))
 
 
@@ -109,9 +113,11 @@ B = np.random.default_rng(1).uniform(0.5, 2.0, SHAPE).astype(np.float32)
 W = np.array([[True, False, True, True], [False] * 4, [True] * 4])
 
 
+# The functions checked are jitted: each transformation then compiles once rather than
+# once per step.
 def test_logsumexp_derivatives():
-    check(lambda a: logsumexp(a, axis=1), [X], lambda a: ref_logsumexp(a, 1))
-    check(lambda a, b: logsumexp(a, axis=0, b=b, keepdims=True), [X, B],
+    check(lc.jit(lambda a: logsumexp(a, axis=1)), [X], lambda a: ref_logsumexp(a, 1))
+    check(lc.jit(lambda a, b: logsumexp(a, axis=0, b=b, keepdims=True)), [X, B],
           lambda a, b: ref_logsumexp(a, 0, b, True), diff_argnums=(0, 1))
     # A masked-out element gets no gradient.
     g = lc.grad(lambda a: logsumexp(a, where=W[0]))(X[0])
@@ -188,15 +194,16 @@ def softmax_rule(request):
 
 
 def test_softmax_derivatives(softmax_rule):
-    check(lambda x: softmax(x, axis=1), [X], lambda x: ref_softmax(x, 1))
-    check(lambda x: softmax(x, axis=(0, 1)), [X], lambda x: ref_softmax(x, (0, 1)),
+    check(lc.jit(lambda x: softmax(x, axis=1)), [X], lambda x: ref_softmax(x, 1))
+    check(lc.jit(lambda x: softmax(x, axis=(0, 1))), [X], lambda x: ref_softmax(x, (0, 1)),
           vmap=False)
-    check(lambda x, w: softmax(x, axis=1, where=w), [X, W],
+    check(lc.jit(lambda x, w: softmax(x, axis=1, where=w)), [X, W],
           lambda x, w: ref_softmax(x, 1, w))
     # Second derivatives agree between the two rules (both are exact).
-    hess = lc.hessian(lambda x: softmax(x)[1])(X[0])
+    hessian = lc.jit(lc.hessian(lambda x: softmax(x)[1]))
+    hess = hessian(X[0])
     with lc.config.override("softmax_custom_jvp", not softmax_rule):
-        other = lc.hessian(lambda x: softmax(x)[1])(X[0])
+        other = hessian(X[0])
     np.testing.assert_allclose(hess, other, rtol=1e-5, atol=1e-6)
 
 
@@ -213,11 +220,12 @@ def test_softmax_fully_masked_rows_have_zero_gradient(softmax_rule):
 
 
 def test_log_softmax_derivatives():
-    check(lambda x: log_softmax(x, axis=0), [X], lambda x: ref_softmax(x, 0, log=True))
+    check(lc.jit(lambda x: log_softmax(x, axis=0)), [X], lambda x: ref_softmax(x, 0, log=True))
     # Masked-out outputs are -inf; finite differences need finite outputs there.
-    check(lambda x, w: lnp.where(w, log_softmax(x, axis=-1, where=w), 0.0), [X, W[[0, 2, 0]]],
+    check(lc.jit(lambda x, w: lnp.where(w, log_softmax(x, axis=-1, where=w), 0.0)),
+          [X, W[[0, 2, 0]]],
           lambda x, w: np.where(w, ref_softmax(x, -1, w, log=True), 0.0))
-    check_derivatives(lambda x: log_softmax(x, axis=None), [X])
+    check_derivatives(lc.jit(lambda x: log_softmax(x, axis=None)), [X])
 
 
 def test_softmax_bad_input():

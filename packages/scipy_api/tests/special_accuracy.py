@@ -38,3 +38,15 @@ def floats(low: float, high: float, dtype) -> st.SearchStrategy:
     low, high = (float(np.asarray(v, dtype)) for v in (low, high))
     element = st.floats(low, high, width=width, allow_nan=False, allow_infinity=False)
     return st.lists(element, min_size=SIZE, max_size=SIZE).map(lambda v: np.array(v, dtype))
+
+
+def assert_vmap_matches_loop(fun, args, rtol: float = 1e-6) -> None:
+    """vmap of `fun` over a leading batch axis of every argument (a batch of 3
+    variations) against a Python loop: one compile, where the full matrix of
+    `check_vmap` would need one per combination of batched arguments and axes."""
+    import lamella.core as lc
+
+    batched = [np.stack([np.asarray(a) * (1 + 0.05 * i) for i in range(3)]) for a in args]
+    got = np.asarray(lc.vmap(fun)(*batched))
+    want = np.stack([np.asarray(fun(*[b[i] for b in batched])) for i in range(3)])
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)

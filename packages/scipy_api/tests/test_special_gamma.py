@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.special as sp
 from hypothesis import given, settings
-from special_accuracy import assert_ulps, floats
+from special_accuracy import assert_ulps, assert_vmap_matches_loop, floats
 
 import lamella.core as lc
 from lamella.lax.test_util import check
@@ -105,7 +105,8 @@ def test_polygamma_multigammaln_loggamma_derivatives():
     x = np.array([0.7, 2.5, 9.0], np.float32)
     n = np.array([0, 1, 3], np.int32)
     check(lambda x: special.polygamma(n, x), [x], lambda x: sp.polygamma(n, x), rtol=1e-5,
-          grad_rtol=1e-5, jit_rtol=1e-6)
+          grad_rtol=1e-5, jit_rtol=1e-6, vmap=False)
+    assert_vmap_matches_loop(lambda x: special.polygamma(n, x), [x])
     check(lambda a: special.multigammaln(a, 3), [x + 1], None, grad_rtol=1e-5, jit_rtol=1e-6,
           vmap=False)
     check(special.loggamma, [x], sp.loggamma, grad_rtol=1e-5, jit_rtol=1e-6, vmap=False)

@@ -25,6 +25,7 @@ from lamella.core.source_info import register_internal_path as _internal  # noqa
 from lamella.core.structural import stop_gradient  # noqa: E402
 from lamella.lax import core_lowerings as _core_lowerings  # noqa: E402, F401
 from lamella.lax import flags as _flags  # noqa: E402
+from lamella.lax import linalg  # noqa: E402  (jax.lax.linalg: an attribute, as in JAX)
 from lamella.lax import runtime as _runtime  # noqa: E402
 from lamella.lax.arithmetic import (  # noqa: E402
                                      abs,

@@ -37,6 +37,7 @@ from lamella.nn.activations import (
     swish,
     tanh,
 )
+from lamella.nn.attention import dot_product_attention
 from lamella.nn.functions import (
     log_softmax,
     logmeanexp,
@@ -45,13 +46,15 @@ from lamella.nn.functions import (
     softmax,
     standardize,
 )
+from lamella.nn.scaled import get_scaled_dot_general_config, scaled_dot_general, scaled_matmul
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
-    "identity", "initializers", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax",
-    "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu",
-    "soft_sign", "softmax", "softplus", "sparse_plus", "sparse_sigmoid", "squareplus",
+    "celu", "dot_product_attention", "elu", "gelu", "get_scaled_dot_general_config", "glu",
+    "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "identity", "initializers",
+    "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp", "mish",
+    "one_hot", "relu", "relu6", "scaled_dot_general", "scaled_matmul", "selu", "sigmoid",
+    "silu", "soft_sign", "softmax", "softplus", "sparse_plus", "sparse_sigmoid", "squareplus",
     "standardize", "swish", "tanh",
 ]

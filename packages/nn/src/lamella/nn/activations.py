@@ -2,12 +2,15 @@
 dtype rules and derivatives at the kinks.
 
 Each public function checks its argument and calls one jitted body, so an eager
-call is a single compiled program (as JAX jits its activations) and under `jit`,
-`grad` and `vmap` the body is traced like any other function. Gradients at kinks
-are JAX's: relu'(0) = 0, relu6'(0) = relu6'(6) = 0 and log1mexp' come from custom
-JVPs; leaky_relu'(0) = 1, elu'(0) = alpha, celu'(0) = 1, hard_tanh'(±1) = 1,
-hard_sigmoid'(±3) = 0 and sparse_sigmoid'(±1) = 0.25 follow from the same `where`,
-`maximum` and `minimum` compositions JAX uses (ties in max/min split the gradient).
+call is a single compiled program, and under `jit`, `grad` and `vmap` the body is
+traced like any other function. `gelu` alone runs op by op, as JAX's does: XLA fuses
+what it compiles together, so compiling the same functions as JAX gives JAX's bits.
+
+Gradients at kinks are JAX's: relu'(0) = 0, relu6'(0) = relu6'(6) = 0 and log1mexp'
+come from custom JVPs; leaky_relu'(0) = 1, elu'(0) = alpha, celu'(0) = 1,
+hard_tanh'(±1) = 1, hard_sigmoid'(±3) = 0 and sparse_sigmoid'(±1) = 0.25 follow from
+the same `where`, `maximum` and `minimum` compositions JAX uses (ties in max/min split
+the gradient).
 
 One deliberate difference: `squareplus` does not overflow for |x| beyond
 sqrt(finfo.max), where JAX's x**2 makes it return inf (or NaN at -inf).
@@ -347,7 +350,8 @@ def sparse_sigmoid(x: Any) -> Any:
 
 
 # --- gelu, glu, log1mexp, identity ----------------------------------------------------
-@lc.jit(static_argnames=("approximate",))
+# Not jitted, as in JAX: compiled, x + 0.044715 * x**3 would fuse into one rounding
+# and the result would no longer be JAX's, bit for bit.
 def _gelu(x: Any, approximate: bool) -> Any:
     if approximate:
         sqrt_2_over_pi = float_constant(np.sqrt(2 / np.pi), x.dtype)

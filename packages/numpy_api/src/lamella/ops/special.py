@@ -100,7 +100,8 @@ def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
     return _logsumexp(a, _hashable_axis(axis), b, bool(keepdims), bool(return_sign), where)
 
 
-@lc.jit(static_argnames=("axis", "keepdims", "return_sign"))
+# Not compiled as a whole, as in JAX: XLA would fuse the scaling by b into the sum (one
+# rounding fewer), and the result would no longer be JAX's, bit for bit.
 def _logsumexp(a: Any, axis: Axis, b: Any, keepdims: bool, return_sign: bool,
                where: Any) -> Any:
     if where is not None:
@@ -161,6 +162,10 @@ def _softmax_jvp(axis: Axis, primals: tuple, tangents: tuple) -> tuple[Any, Any]
     return y, y * (x_dot - lnp.sum(y * x_dot, axis, where=where, keepdims=True))
 
 
+# Compiled as a whole, unlike JAX's softmax, whose steps are each compiled with their
+# broadcasts (jax.numpy's functions are jitted): XLA turns x / broadcast(sum) into
+# x * (1 / sum) there, and only a compiled softmax does the same here. lamella.numpy's
+# eager division by a broadcast is correctly rounded, which is not JAX's number.
 @lc.jit(static_argnames=("axis", "custom_jvp"))
 def _softmax(x: Any, axis: Axis, where: Any, initial: Any, custom_jvp: bool) -> Any:
     (x,) = _as_inexact("softmax", x)

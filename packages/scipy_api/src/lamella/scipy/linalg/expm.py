@@ -20,7 +20,8 @@ import lamella.lax as lax
 import lamella.lax.linalg as lax_linalg
 import lamella.numpy as lnp
 from lamella.core import custom_jvp
-from lamella.scipy.linalg.common import check_matrix, compiled, inexact
+from lamella.scipy.linalg.common import check_matrix, compiled, inexact, mT
+from lamella.scipy.linalg.lu import permutation_matrix
 
 __all__ = ["expm", "expm_frechet"]
 
@@ -115,7 +116,7 @@ def _expm_and_frechet(a: Any, e: Any, upper_triangular: bool,
             return lax_linalg.triangular_solve(q, rhs, left_side=True, lower=False)
     else:
         factors, _, permutation = lax_linalg.lu(q)
-        q_perm = (permutation[:, None] == lnp.arange(q.shape[-1])).astype(q.dtype)
+        q_perm = mT(permutation_matrix(permutation, q.dtype))
 
         def solve(rhs):
             y = lax_linalg.triangular_solve(factors, q_perm @ rhs, left_side=True, lower=True,
@@ -127,13 +128,16 @@ def _expm_and_frechet(a: Any, e: Any, upper_triangular: bool,
         lu, lv = parts[2], parts[3]
         frechet = solve(lu + lv + (lu - lv) @ r)
 
-    def square(_, state):
-        r, frechet = state
-        if frechet is not None:
-            frechet = r @ frechet + frechet @ r
-        return r @ r, frechet
+    if frechet is None:
+        r = lax.fori_loop(0, lnp.minimum(s, max_squarings), lambda _, r: r @ r, r)
+    else:
+        # A scan of fixed length (each step squaring or not), unlike the while loop
+        # above, is transposable: reverse mode differentiates through the JVP.
+        def square(state, i):
+            return lax.cond(i < s, lambda r, l: (r @ r, r @ l + l @ r), lambda r, l: (r, l),
+                            *state), None
 
-    r, frechet = lax.fori_loop(0, lnp.minimum(s, max_squarings), square, (r, frechet))
+        (r, frechet), _ = lax.scan(square, (r, frechet), lnp.arange(max_squarings))
     # Beyond max_squarings the result would be inaccurate: NaN, as in JAX.
     too_large = s > max_squarings
     r = lnp.where(too_large, lnp.nan, r)

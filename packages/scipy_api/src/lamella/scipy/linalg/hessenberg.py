@@ -18,7 +18,7 @@ from lamella.scipy.linalg.common import check_matrix, compiled, inexact
 __all__ = ["hessenberg"]
 
 
-def _householder(x: Any, j: Any) -> tuple[Any, Any]:
+def householder(x: Any, j: Any) -> tuple[Any, Any]:
     """(v, tau) of the reflector acting on entries j.. of x that zeroes entries j+1..:
     ``(I - tau v v^H)^H x`` is real at j and zero below."""
     rows = lnp.arange(x.shape[0])
@@ -43,7 +43,7 @@ def _hessenberg_2d(a: Any, calc_q: bool) -> tuple[Any, Any]:
 
     def step(j, state):
         h, q = state
-        v, tau = _householder(h[:, j], j + 1)
+        v, tau = householder(h[:, j], j + 1)
         # h <- H^H h H, with H = I - tau v v^H; q <- q H.
         h = h - lnp.conj(tau) * v[:, None] * (lnp.conj(v) @ h)[None, :]
         h = h - tau * (h @ v)[:, None] * lnp.conj(v)[None, :]

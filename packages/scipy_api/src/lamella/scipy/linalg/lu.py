@@ -42,7 +42,7 @@ def lu_factor(a: Any, overwrite_a: bool = False,
     return packed, pivots
 
 
-def _permutation_matrix(permutation: Any, dtype: Any) -> Any:
+def permutation_matrix(permutation: Any, dtype: Any) -> Any:
     """P with ``P[..., perm[i], i] = 1``, so that ``a = P l u`` when ``a[perm] = l u``."""
     n = permutation.shape[-1]
     return (permutation[..., None, :] == lnp.arange(n)[:, None]).astype(dtype)
@@ -73,7 +73,7 @@ def _lu(a: Any, permute_l: bool) -> tuple[Any, ...]:
     packed, _, permutation = lax_linalg.lu(a)
     l_factor = lnp.tril(packed[..., :, :k], -1) + lnp.eye(m, k, dtype=a.dtype)
     u_factor = lnp.triu(packed[..., :k, :])
-    p = _permutation_matrix(permutation, a.dtype)
+    p = permutation_matrix(permutation, a.dtype)
     if permute_l:
         return p @ l_factor, u_factor
     return p, l_factor, u_factor
@@ -112,7 +112,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
 def _lu_solve(packed: Any, pivots: Any, b: Any, trans: int) -> Any:
     n = packed.shape[-1]
     permutation = lax_linalg.lu_pivots_to_permutation(pivots.astype(np.int32), n)
-    p = _permutation_matrix(permutation, packed.dtype)
+    p = permutation_matrix(permutation, packed.dtype)
     if trans == 0:
         # a = p l u: x = u^-1 l^-1 p^T b.
         y = triangular_solve(packed, mT(p) @ b, lower=True, unit_diagonal=True)

@@ -18,6 +18,7 @@ import lamella.lax as lax
 import lamella.lax.linalg as lax_linalg
 import lamella.numpy as lnp
 from lamella.scipy.linalg.common import check_matrix, compiled, inexact
+from lamella.scipy.linalg.hessenberg import householder
 
 __all__ = ["qr", "qr_multiply"]
 
@@ -34,15 +35,9 @@ def _pivot_order_2d(a: Any) -> Any:
         # Swap columns j and best of the working matrix and of the order.
         swap = lnp.where(cols == j, best, lnp.where(cols == best, j, cols))
         work, order = work[:, swap], order[swap]
-        # Reflect rows j.. so that column j becomes (norm, 0, ...) there.
-        x = lnp.where(rows >= j, work[:, j], 0)
-        alpha = x[j]
-        norm = lnp.sqrt(lnp.sum(lnp.abs(x) ** 2))
-        phase = lnp.where(alpha == 0, 1, alpha / lnp.where(alpha == 0, 1, lnp.abs(alpha)))
-        v = x + lnp.where(rows == j, phase * norm, 0)
-        vnorm2 = lnp.sum(lnp.abs(v) ** 2)
-        scale = lnp.where(vnorm2 == 0, 0, 2 / lnp.where(vnorm2 == 0, 1, vnorm2))
-        work = work - scale * v[:, None] * (lnp.conj(v) @ work)[None, :]
+        # Reflect rows j.. so that column j is zero below row j.
+        v, tau = householder(work[:, j], j)
+        work = work - lnp.conj(tau) * v[:, None] * (lnp.conj(v) @ work)[None, :]
         return work, order
 
     _, order = lax.fori_loop(0, min(m, n), step, (a, lnp.arange(n, dtype=np.int32)))

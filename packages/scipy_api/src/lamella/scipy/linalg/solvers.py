@@ -58,7 +58,7 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
 # JAX's four names, and SciPy's longer spellings with the structures it adds.
 _ASSUME_A = {"gen": "gen", "general": "gen", "sym": "sym", "symmetric": "sym", "her": "her",
              "hermitian": "her", "pos": "pos", "positive definite": "pos",
-             "diagonal": "diagonal", "tridiagonal": "gen", "banded": "gen",
+             "diagonal": "diagonal", "tridiagonal": "tridiagonal", "banded": "gen",
              "upper triangular": "upper", "lower triangular": "lower"}
 
 
@@ -70,7 +70,8 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
     `assume_a`: ``'gen'`` (LU), ``'sym'`` / ``'her'`` (only the triangle named by
     `lower` is read), ``'pos'`` (Cholesky; its derivative reuses the factors),
     and SciPy's ``'diagonal'``, ``'upper triangular'``, ``'lower triangular'``,
-    ``'tridiagonal'``, ``'banded'`` and long spellings of the others.
+    ``'tridiagonal'`` (each reads only its entries), ``'banded'`` (LU) and long
+    spellings of the others.
 
     >>> import lamella.numpy as lnp
     >>> solve(lnp.array([[3.0, 1.0], [1.0, 2.0]]), lnp.array([9.0, 8.0]), assume_a="pos").round(3)
@@ -87,6 +88,8 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
     b_matrix, vector = right_hand_side("solve", n, b)
     if kind == "gen":
         return lnp.linalg.solve(a, b)
+    if kind == "tridiagonal":  # as SciPy, only the three diagonals are read
+        return lnp.linalg.solve(lnp.triu(lnp.tril(a, 1), -1), b)
     if kind in ("sym", "her"):
         return lnp.linalg.solve(hermitian_from(a, lower, conjugate=kind == "her"), b)
     if kind == "diagonal":

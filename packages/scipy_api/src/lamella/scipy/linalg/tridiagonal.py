@@ -132,8 +132,8 @@ def _targets(d: Any, e: Any, select: str, select_range: Any) -> tuple[int, ...]:
         raise ValueError(f"eigh_tridiagonal: select_range must be (low, high) with low < high "
                          f"for select='v'; got {select_range!r}")
     # SciPy's interval is half-open: eigenvalues in (low, high].
-    return tuple(range(_count_below(d, e, lnp.nextafter(lo, np.inf).item()),
-                       _count_below(d, e, lnp.nextafter(hi, np.inf).item())))
+    return tuple(range(_count_below(d, e, float(np.nextafter(lo, np.inf))),
+                       _count_below(d, e, float(np.nextafter(hi, np.inf)))))
 
 
 def eigh_tridiagonal(d: Any, e: Any, *, eigvals_only: bool = False, select: str = "a",

@@ -1,7 +1,7 @@
-"""Numerical building blocks shared by the gamma, beta, zeta, hypergeometric and
-exponential-integral families: argument promotion, sin(pi x) without the rounding
-of pi x (and cos), Horner evaluation, a per-element convergence loop, and float64 constants
-(Hurwitz zeta values) for Taylor tables built at import time.
+"""Numerical building blocks shared by the special-function families: argument
+promotion, sin(pi x) and cos(pi x) without the rounding of pi x, a log1p without
+XLA's float64 hole, Horner evaluation, a per-element convergence loop, and float64
+constants (Hurwitz zeta values) for Taylor tables built at import time.
 
 >>> import numpy as np
 >>> sinpi(np.float32([0.5, 1.0, -2.5]))
@@ -87,6 +87,12 @@ def cospi(x: Array) -> Array:
     """cos(pi x), exactly zero at the half-integers (see `sinpi`)."""
     r = x - 2 * lnp.round(x / 2)  # in [-1, 1]; cos(pi r) = sin(pi (1/2 - |r|)), exactly
     return lnp.sin(np.pi * (0.5 - lnp.abs(r)))
+
+
+def log1p(x: Array) -> Array:
+    """log(1 + x). XLA's float64 log1p is ~120 ulps off on [-1/2, -1/4]; there 1 + x
+    rounds by at most half an ulp of 1/2, so log(1 + x) is within a few ulps."""
+    return lnp.where((x >= -0.5) & (x <= -0.25), lnp.log(1 + x), lnp.log1p(x))
 
 
 def is_nonpositive_integer(x: Array) -> Array:

@@ -60,10 +60,20 @@ def _lgamma_taylor() -> tuple[tuple[float, ...], tuple[float, ...]]:
     return near_one + (-euler, 0.0), near_two + (1 - euler, 0.0)
 
 
+def _two_series(first: Array, t: Array, series: tuple[tuple[float, ...], ...]) -> Array:
+    """Per element, the first or the second of two polynomials of one degree at t:
+    one Horner loop whose coefficients are selected per element (half the program
+    of evaluating both)."""
+    one, two = series
+    out = lnp.zeros_like(t)
+    for c1, c2 in zip(one, two):
+        out = out * t + lnp.where(first, c1, c2)
+    return out
+
+
 def _lgamma_near_zeros(x: Array) -> Array:
     """lgamma(x) for 0.7 <= x <= 2.7, to a few ulps of the (small) result."""
-    near_one, near_two = _lgamma_taylor()
-    out = lnp.where(x < 1.3, horner(x - 1, near_one), horner(x - 2, near_two))
+    out = _two_series(x < 1.3, lnp.where(x < 1.3, x - 1, x - 2), _lgamma_taylor())
     return lnp.where(out == 0, 0.0, out)  # +0 at 1 and 2, as SciPy
 
 
@@ -77,23 +87,44 @@ def _lgamma_small(x: Array) -> Array:
     """lgamma(x) for 0 < x < _SMALL from the Taylor series in a = x - 1 or b = x - 2,
     or in x itself (lgamma(1 + x) = lgamma(x) + log(x)) below 0.7, or in x - 2 - m
     for m = 1 ... _SMALL_STEPS whole steps down from above 2.7 — each argument exact."""
-    near_one, near_two = _lgamma_taylor()
     steps = lnp.maximum(lnp.ceil(x - 2.7), 0.0)
-    b = lnp.where(x < 0.7, x, x - 2 - steps)
-    by_b = horner(b, near_two)
-    by_a = horner(lnp.where(x < 0.3, x, x - 1), near_one)
+    about_one = (x < 0.3) | ((x >= 0.7) & (x < 1.3))
+    t = lnp.where(about_one, lnp.where(x < 0.3, x, x - 1),
+                  lnp.where(x < 0.7, x, x - 2 - steps))
+    out = _two_series(about_one, t, _lgamma_taylor())
     product = lnp.ones_like(x)
     for j in range(1, _SMALL_STEPS + 1):
         product = product * lnp.where(j <= steps, x - j, 1.0)
-    out = lnp.where((x < 0.3) | ((x >= 0.7) & (x < 1.3)), by_a, by_b)
     out = out + lnp.where(x >= 2.7, lnp.log(product), 0.0)
     out = out - lnp.where(x < 0.3, lnp.log(x), lnp.where(x < 0.7, lnp.log(x * (x + 1)), 0.0))
     return lnp.where(out == 0, 0.0, out)  # +0 at 1 and 2, as SciPy
 
 
+# Stirling's series for lgamma(z) - ((z - 1/2) log z - z + log(2 pi) / 2), highest
+# order first: B_2k / (2k (2k - 1) z^(2k - 1)) for k = 7 ... 1, in powers of 1/z^2.
+_STIRLING = (1 / 156, -691 / 360360, 1 / 1188, -1 / 1680, 1 / 1260, -1 / 360, 1 / 12)
+# digamma(z) - (log z - 1/(2z)), the same way: -B_2k / (2k z^2k), k = 7 ... 1.
+_DIGAMMA_ASYMPTOTIC = (-1 / 12, 691 / 32760, -1 / 132, 1 / 240, -1 / 252, 1 / 120, -1 / 12)
+
+
+def stirling_correction(z: Array) -> Array:
+    """lgamma's remainder after Stirling's formula, to float64 precision for z >= 8."""
+    inv = 1 / z
+    return horner(inv * inv, _STIRLING) * inv
+
+
+def _gammaln_large(x: Array) -> Array:
+    """lgamma(x) for x >= _SMALL by Stirling's series (inf stays inf)."""
+    safe = lnp.where(lnp.isinf(x), _SMALL, x)
+    out = (safe - 0.5) * lnp.log(safe) - safe + 0.5 * math.log(2 * math.pi)
+    return lnp.where(lnp.isinf(x), lnp.inf, out + stirling_correction(safe))
+
+
 def _gammaln_nonnegative(x: Array) -> Array:
-    small = (x > 0) & (x < _SMALL)
-    return lnp.where(small, _lgamma_small(lnp.where(small, x, 1.0)), lax.lgamma(x))
+    small = x < _SMALL
+    out = lnp.where(small, _lgamma_small(lnp.where(small & (x > 0), x, 1.0)),
+                    _gammaln_large(lnp.where(small, _SMALL, x)))
+    return lnp.where((x == 0) | lnp.isinf(x), lnp.inf, out)
 
 
 @lc.custom_jvp
@@ -249,17 +280,20 @@ def _digamma_taylor() -> tuple[tuple[float, ...], tuple[float, ...]]:
 def _digamma_positive(x: Array) -> Array:
     """digamma(x) for x > 0: below _SMALL the Taylor series of `_lgamma_small` differentiated,
     after the same exact steps (psi(x + 1) = psi(x) + 1/x), and the root's own series."""
-    near_one, near_two = _digamma_taylor()
     steps = lnp.maximum(lnp.ceil(x - 2.7), 0.0)
-    by_b = horner(lnp.where(x < 0.7, x, x - 2 - steps), near_two)
-    by_a = horner(lnp.where(x < 0.3, x, x - 1), near_one)
-    out = lnp.where((x < 0.3) | ((x >= 0.7) & (x < 1.3)), by_a, by_b)
+    about_one = (x < 0.3) | ((x >= 0.7) & (x < 1.3))
+    t = lnp.where(about_one, lnp.where(x < 0.3, x, x - 1),
+                  lnp.where(x < 0.7, x, x - 2 - steps))
+    out = _two_series(about_one, t, _digamma_taylor())
     for j in range(1, _SMALL_STEPS + 1):
         out = out + lnp.where(j <= steps, 1 / (x - j), 0.0)
     out = out - lnp.where(x < 0.3, 1 / x, lnp.where(x < 0.7, 1 / x + 1 / (x + 1), 0.0))
     near_root = lnp.abs(x - float(_DIGAMMA_ROOT)) <= 0.3
     out = lnp.where(near_root, _digamma_near_root(lnp.where(near_root, x, 1.5)), out)
-    return lnp.where(x < _SMALL, out, lax.digamma(x))
+    large = lnp.where(x < _SMALL, _SMALL, x)
+    inv2 = 1 / (large * large)
+    asymptotic = lnp.log(large) - 0.5 / large + horner(inv2, _DIGAMMA_ASYMPTOTIC) * inv2
+    return lnp.where(x < _SMALL, out, asymptotic)
 
 
 @lc.custom_jvp
@@ -277,7 +311,7 @@ def _digamma(x: Array) -> Array:
 def _digamma_jvp(primals, tangents):
     x, = primals
     t, = tangents
-    return _digamma(x), t * lax.polygamma(lnp.ones_like(x), x)
+    return _digamma(x), t * _polygamma(lnp.ones_like(x), x)
 
 
 def digamma(x: ArrayLike) -> Array:
