@@ -20,6 +20,8 @@ def test_promotion_lattice():
     with lc.enable_x64():
         assert dtypes.result_type(np.int32, np.uint32) == np.int64
     assert dtypes.promote_types(float, np.float16) == np.float16
+    # Anything with a dtype takes part, as in JAX (solvers promote ShapeDtypeStructs).
+    assert dtypes.result_type(lc.ShapeDtypeStruct((2,), np.float16), np.int8) == np.float16
     with pytest.raises(ValueError, match="at least one"):
         dtypes.result_type()
     with pytest.raises(TypeError, match="not a valid lamella type"):

@@ -261,6 +261,8 @@ def _value_dtype_and_weak_type(x: Any) -> tuple[np.dtype, bool]:
         return aval.dtype, bool(aval.weak_type)
     if isinstance(x, (np.ndarray, np.generic)):
         return canonicalize_dtype(x.dtype), False
+    if isinstance(getattr(x, "dtype", None), np.dtype):  # ShapeDtypeStruct, avals, ...
+        return x.dtype, bool(getattr(x, "weak_type", False))
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid lamella type: "
                     "expected an array, a scalar, a dtype or a scalar type.")
 
