@@ -380,8 +380,10 @@ def test_tridiagonal_solve_hypothesis(values, scale):
     a64 = dense(*[a.astype(np.float64) for a in args[:3]])
     # Normwise backward error of a pivoted LU solve: a few ulps of |A| |x| + |b|.
     residual = np.abs(a64 @ x - args[3]).max(axis=0)
+    # XLA flushes subnormal intermediates to zero: a b near float32's smallest normal
+    # may lose itself entirely.
     bound = ulps(np.float32, 30) * (np.abs(a64).sum(1).max() * np.abs(x).max(axis=0)
-                                    + np.abs(args[3]).max(axis=0))
+                                    + np.abs(args[3]).max(axis=0)) + 4 * np.finfo(np.float32).tiny
     assert np.all(residual <= bound)
 
 

@@ -5,6 +5,8 @@ central differences, vmap against loops, jit against eager."""
 import numpy as np
 import pytest
 import scipy.special as sp
+import scipy.stats as stats
+import scipy.stats as stats
 from hypothesis import given, settings
 from special_accuracy import assert_ulps, assert_vmap_matches_loop, floats
 
@@ -24,8 +26,7 @@ def _log_uniform(data, low, high):
 @given(u=floats(0, 1, np.float64), v=floats(0, 1, np.float64), w=floats(0, 1, np.float64))
 def test_values(dtype, u, v, w):
     a, b = (_log_uniform(t, 0.05, 50.0).astype(dtype) for t in (u, v))
-    # XLA on CPU flushes denormals to zero (as in JAX): keep x normal or zero.
-    x = np.where(w < np.finfo(dtype).tiny, 0, w).astype(dtype)
+    x = w.astype(dtype)
     wide = [t.astype(np.float64) for t in (a, b, x)]
     with lc.enable_x64(dtype == np.float64):
         # Past Gamma's overflow B is exp(betaln): ~|betaln| ulps.
@@ -34,9 +35,13 @@ def test_values(dtype, u, v, w):
                     48 + 4 * np.abs(log_beta).max())
         # betaln is near 0 where B is near 1: there its error is absolute.
         assert_ulps(special.betaln(a, b), log_beta, dtype, 16, 64)
-        # I(x; a, b) moves by ~(a + b) ulps per ulp of x: the tolerance scales with it.
+        # The continued fraction loses ~(a + b) ulps, and what it loses is magnified by
+        # the condition number x I'(x) / I (6.5 at a = 3.6, b = 0.05, x = 0.84, where
+        # float64 is 114 ulps off).
         got, want = np.asarray(special.betainc(a, b, x)), sp.betainc(*wide)
-        tol = (32 + 16 * (wide[0] + wide[1])) * np.finfo(dtype).eps
+        with np.errstate(divide="ignore", invalid="ignore"):
+            condition = np.nan_to_num(wide[2] * stats.beta.pdf(*wide) / want)
+        tol = (64 + 16 * (wide[0] + wide[1])) * (1 + condition) * np.finfo(dtype).eps
         assert np.all(np.abs(got - want) <= tol * np.abs(want) + 1e-30), (got, want)
         assert_ulps(special.gammainc(a, x * 60), sp.gammainc(wide[0], wide[2] * 60), dtype,
                     64, 64)
