@@ -9,7 +9,6 @@ from harness import Row, compare, jax_or_none, pick
 import lamella.core as lc
 import lamella.lax as lax
 
-
 N_MATMUL = pick(1024, 8)
 CONV_BATCH, CONV_CHANNELS, CONV_SIZE = pick(32, 1), pick(64, 2), pick(56, 4)
 N_SORT = pick(1_000_000, 16)

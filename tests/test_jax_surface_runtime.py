@@ -115,3 +115,89 @@ def test_linear_transpose_and_custom_gradient_with_numpy():
     def clip_gradient(x):
         return x, lambda g: (jnp.clip(g, -1.0, 1.0),)
     assert float(jax.grad(lambda x: 5.0 * clip_gradient(x))(2.0)) == 1.0
+
+
+def test_sequential_vmap_loops_with_lax_map():
+    from lamella.core.custom_batching import custom_vmap, sequential_vmap
+    calls = []
+
+    @sequential_vmap
+    def f(x):
+        calls.append(jax.typeof(x).shape)
+        return jnp.sin(x) * 2
+    x = jnp.arange(3.0)
+    np.testing.assert_allclose(jax.vmap(f)(x), np.sin(np.arange(3.0)) * 2, rtol=1e-6)
+    assert all(shape == () for shape in calls)  # one element at a time, never the batch
+    assert "scan" in str(jax.make_jaxpr(jax.vmap(f))(x))
+
+    @custom_vmap
+    def g(x):
+        return jnp.sin(x)
+
+    @g.def_vmap
+    def g_rule(axis_size, in_batched, xs):
+        return jnp.cos(xs), in_batched[0]
+    np.testing.assert_allclose(jax.jit(jax.vmap(g))(x), np.cos(np.arange(3.0)), rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(jax.jit(g))(x), np.cos(np.arange(3.0)), rtol=1e-6)
+
+
+def test_fwd_and_bwd_compiles_the_backward_pass_once():
+    fwd, bwd = jax.fwd_and_bwd(lambda x, w: jnp.sin(x @ w).sum(), argnums=(0, 1))
+    x = jnp.ones((2, 2))
+    for _ in range(3):
+        y, residuals = fwd(x, x)
+        gx, _ = bwd(residuals, 1.0)
+    assert bwd._cache_size() == 1 and fwd._cache_size() == 1
+    np.testing.assert_allclose(gx, np.full((2, 2), 2 * np.cos(2.0)), rtol=1e-6)
+
+
+def test_clear_caches_empties_the_runtime_caches():
+    f = jax.jit(lambda x: x * 2)
+    f(F32(1))
+    assert f._cache_size() == 1
+    jax.clear_caches()
+    assert f._cache_size() == 0
+    assert float(f(F32(2))) == 4
+
+
+def test_threefry_partitionable_false_gives_older_jaxs_streams():
+    # Recorded from JAX 0.10.2 with jax_threefry_partitionable=False.
+    import lamella.random as jr
+    with jax.threefry_partitionable(False):
+        key = jr.key(0)
+        np.testing.assert_array_equal(jr.key_data(jr.split(key)),
+                                      [[4146024105, 967050713], [2718843009, 1272950319]])
+        np.testing.assert_array_equal(jr.bits(key, (3,)), [4146024105, 1351547692, 2718843009])
+        np.testing.assert_allclose(jr.uniform(jr.PRNGKey(1), (4,)),
+                                   [0.5685525, 0.322456, 0.8893297, 0.47169125], rtol=1e-6)
+
+
+def test_raw_key_policies_and_custom_prng():
+    import lamella.random as jr
+    raw = jr.PRNGKey(0)
+    with jax.legacy_prng_key("warn"), pytest.warns(UserWarning, match="Legacy uint32 key"):
+        jr.uniform(raw)
+    with jax.legacy_prng_key("error"), pytest.raises(ValueError, match="Legacy uint32 key"):
+        jr.split(raw)
+    with jax.enable_custom_prng(True):
+        typed = jr.PRNGKey(0)
+    assert jnp.issubdtype(typed.dtype, jax.dtypes.prng_key)
+    np.testing.assert_array_equal(jr.key_data(typed), raw)
+
+
+def test_allow_f16_reductions_false_refuses_half_precision_sums():
+    x = jnp.ones(3, jnp.float16)
+    with jax.allow_f16_reductions(False):
+        assert float(jnp.sum(x)) == 3  # jnp.sum accumulates in float32, as in JAX
+        with pytest.raises(ValueError, match="jax_allow_f16_reductions=False"):
+            lax.reduce_sum(x, (0,))
+
+
+def test_dlpack_shares_host_memory():
+    host = np.arange(4, dtype=np.float32)
+    shared = jax.dlpack.from_dlpack(host)
+    assert isinstance(shared, jax.Array)
+    np.testing.assert_array_equal(shared, host)
+    copied = jax.dlpack.from_dlpack(host, copy=True)
+    host[0] = 7
+    assert float(copied[0]) == 0

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import scipy.special as sp
 import scipy.stats as stats
-import scipy.stats as stats
 from hypothesis import given, settings
 from special_accuracy import assert_ulps, assert_vmap_matches_loop, floats
 

@@ -10,9 +10,23 @@ higher layer (lamella.lax) registers the XLA executor.
 array([1., 1., 1.], dtype=float32)
 """
 
-from lamella.core import ad, batching, dtypes, errors, partial_eval, stages, tree, tree_util
+from lamella.core import (
+                                   ad,
+                                   batching,
+                                   custom_batching,
+                                   dlpack,
+                                   dtypes,
+                                   errors,
+                                   partial_eval,
+                                   stages,
+                                   tree,
+                                   tree_util,
+                                   typing,
+                                   version,
+)
 from lamella.core.array import Array
 from lamella.core.autodiff_api import (
+                                   fwd_and_bwd,
                                    grad,
                                    hessian,
                                    jacfwd,
@@ -24,9 +38,12 @@ from lamella.core.autodiff_api import (
                                    value_and_grad,
                                    vjp,
 )
-from lamella.core.avals import ShapedArray, ShapeDtypeStruct, get_aval
+from lamella.core.avals import ShapedArray, ShapeDtypeStruct, array_types, get_aval, valid_jaxtype
+from lamella.core.batching import mapped_aval, unmapped_aval
+from lamella.core.call_rules import CallPrimitive, call_impl
 from lamella.core.checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat, remat_p
 from lamella.core.config import (
+                                   allow_f16_reductions,
                                    check_tracer_leaks,
                                    checking_leaks,
                                    config,
@@ -37,11 +54,17 @@ from lamella.core.config import (
                                    default_prng_impl,
                                    disable_jit,
                                    enable_checks,
+                                   enable_custom_prng,
                                    enable_x64,
                                    explain_cache_misses,
+                                   jax2tf_associative_scan_reductions,
+                                   legacy_prng_key,
                                    log_compiles,
+                                   make_user_context,
                                    numpy_dtype_promotion,
                                    numpy_rank_promotion,
+                                   softmax_custom_jvp,
+                                   threefry_partitionable,
                                    transfer_guard,
                                    transfer_guard_device_to_device,
                                    transfer_guard_device_to_host,
@@ -59,6 +82,7 @@ from lamella.core.custom_derivatives import (
 from lamella.core.devices import (
                                    Device,
                                    block_until_ready,
+                                   clear_caches,
                                    copy_to_host_async,
                                    default_backend,
                                    device_count,
@@ -73,7 +97,8 @@ from lamella.core.devices import (
                                    typeof,
 )
 from lamella.core.dispatch import register_executor
-from lamella.core.dtypes import canonicalize_dtype, float0
+from lamella.core.dtypes import canonicalize_dtype, float0, primal_dtype_to_tangent_dtype
+from lamella.core.effects import Effect, Effects, no_effects
 from lamella.core.errors import (
                                    ConcretizationTypeError,
                                    JaxprTypeError,
@@ -83,6 +108,7 @@ from lamella.core.errors import (
 )
 from lamella.core.jaxpr import (
                                    ClosedJaxpr,
+                                   DebugInfo,
                                    Jaxpr,
                                    JaxprEqn,
                                    Literal,
@@ -91,6 +117,7 @@ from lamella.core.jaxpr import (
                                    eval_jaxpr,
                                    jaxpr_as_fun,
 )
+from lamella.core.jaxpr_builders import DropVar, gensym, jaxprs_in_params, new_jaxpr_eqn, subjaxprs
 from lamella.core.jit import JitFunction, jit, jit_p
 from lamella.core.make_jaxpr import eval_shape, make_jaxpr
 from lamella.core.primitive import Primitive
@@ -98,9 +125,18 @@ from lamella.core.source_info import named_call, named_scope
 from lamella.core.stages import Compiled, Lowered, Traced
 from lamella.core.staging import ensure_compile_time_eval
 from lamella.core.structural import stop_gradient
-from lamella.core.trace import Trace, Tracer
+from lamella.core.trace import Trace, Tracer, TraceTag, set_current_trace
+from lamella.core.trace_queries import (
+                                   concrete_or_error,
+                                   find_top_trace,
+                                   get_opaque_trace_state,
+                                   nonempty_axis_env_DO_NOT_USE,
+                                   take_current_trace,
+                                   unsafe_am_i_under_a_jit_DO_NOT_USE,
+                                   unsafe_am_i_under_a_vmap_DO_NOT_USE,
+                                   unsafe_get_axis_names_DO_NOT_USE,
+)
+from lamella.core.version import __version__, __version_info__
 from lamella.core.vmap_api import vmap
-
-__version__ = "0.1.0"
 
 __all__ = sorted(name for name in dir() if not name.startswith("_"))

@@ -31,12 +31,16 @@ from lamella.core.primitive import Primitive
 from lamella.core.rules import (
     UndefinedPrimal,
     Zero,
+    add_jaxvals,
+    add_jaxvals_p,
     add_tangents,
+    defbilinear,
     defjvp,
     defjvp2,
     defjvp_zero,
     deflinear,
     deflinear2,
+    get_primitive_transpose,
     instantiate_zeros,
     is_undefined_primal,
     linear_jvp,
@@ -50,6 +54,7 @@ from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import (
     Trace,
     Tracer,
+    TraceTag,
     aval_of,
     check_foreign_tracer,
     concrete_value,
@@ -59,9 +64,10 @@ from lamella.core.trace import (
 from lamella.core.util import merge_lists, weakref_lru_cache
 
 __all__ = [  # the interpreters, and the rule tables and helpers re-exported from rules
-    "JVPTrace", "JVPTracer", "UndefinedPrimal", "Zero", "add_tangents", "backward_pass",
-    "custom_lin_p", "defjvp", "defjvp2", "defjvp_zero", "deflinear", "deflinear2",
-    "instantiate_zeros", "is_undefined_primal", "jvp_flat", "jvp_jaxpr", "linear_jvp",
+    "JVPTrace", "JVPTracer", "UndefinedPrimal", "Zero", "add_jaxvals", "add_jaxvals_p",
+    "add_tangents", "backward_pass", "custom_lin_p", "defbilinear", "defjvp", "defjvp2",
+    "defjvp_zero", "deflinear", "deflinear2", "get_primitive_transpose", "instantiate_zeros",
+    "is_undefined_primal", "jvp_flat", "jvp_jaxpr", "linear_jvp",
     "primitive_jvps", "primitive_transposes", "transpose_jaxpr", "zeros_like_aval",
 ]
 
@@ -95,7 +101,7 @@ class JVPTracer(Tracer):
 class JVPTrace(Trace):
     """Interprets primitives on (primal, tangent) pairs with the JVP rules."""
 
-    def __init__(self, parent: Trace, tag: object, description: str = "jvp"):
+    def __init__(self, parent: Trace, tag: TraceTag, description: str = "jvp"):
         self.parent = parent
         self.tag = tag
         self.description = description
@@ -203,7 +209,7 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
              tangents: Sequence[Any], parent: Trace, description: str = "jvp"
              ) -> tuple[list[Any], list[Any]]:
     """Runs `fun` on JVP tracers; returns primal outputs and (possibly Zero) tangents."""
-    trace = JVPTrace(parent, object(), description)
+    trace = JVPTrace(parent, TraceTag(), description)
     args = [trace.wrap(p, t) for p, t in zip(primals, tangents)]
     try:
         with set_current_trace(trace):

@@ -21,6 +21,7 @@ from lamella.core.ad import backward_pass, jvp_flat
 from lamella.core.api_util import flatten_outputs, fun_name, fun_source
 from lamella.core.dispatch import current_executor
 from lamella.core.jaxpr import DebugInfo, Jaxpr, eval_jaxpr
+from lamella.core.jit import jit
 from lamella.core.partial_eval import PartialEvalTrace
 from lamella.core.rules import UndefinedPrimal, Zero, instantiate_zeros, scalar_like
 from lamella.core.staging import StagingTrace
@@ -154,22 +155,31 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any,
     np.float32(3.0)
     """
     lin = _Linearized(fun, primals, has_aux, "linearize")
-    f_jvp = Partial(_linear_fun, lin.jaxpr, lin.in_tree, lin.out_tree, lin.in_avals,
+    f_jvp = Partial(_LinearFunction(lin.jaxpr, lin.in_tree, lin.out_tree, lin.in_avals),
                     lin.residuals)
     primal_out = tree_unflatten(lin.out_tree, lin.primal_outs)
     return (primal_out, f_jvp, lin.aux) if has_aux else (primal_out, f_jvp)
 
 
-def _linear_fun(jaxpr: Jaxpr, in_tree, out_tree, in_avals, residuals, *tangents):
-    flat, tree = tree_flatten(tuple(tangents))
-    if tree != in_tree:
-        raise TypeError(f"The linearized function expects tangents with structure {in_tree}, "
-                        f"got {tree}.")
-    for t, a in zip(flat, in_avals):
-        if aval_of(t).shape != a.shape:
-            raise ValueError(f"The linearized function expects a tangent of shape {a.shape}, "
-                             f"got {aval_of(t).shape}.")
-    return tree_unflatten(out_tree, eval_jaxpr(jaxpr, residuals, *flat))
+class _LinearFunction:
+    """`linearize`'s JVP as the static part of a `Partial` whose children are the
+    residuals: passing it to a jitted function traces again only for new residual types."""
+
+    __slots__ = ("jaxpr", "in_tree", "out_tree", "in_avals")
+
+    def __init__(self, jaxpr: Jaxpr, in_tree: PyTreeDef, out_tree: PyTreeDef, in_avals):
+        self.jaxpr, self.in_tree, self.out_tree, self.in_avals = jaxpr, in_tree, out_tree, in_avals
+
+    def __call__(self, residuals: Sequence[Any], *tangents: Any) -> Any:
+        flat, tree = tree_flatten(tuple(tangents))
+        if tree != self.in_tree:
+            raise TypeError(f"The linearized function expects tangents with structure "
+                            f"{self.in_tree}, got {tree}.")
+        for t, a in zip(flat, self.in_avals):
+            if aval_of(t).shape != a.shape:
+                raise ValueError(f"The linearized function expects a tangent of shape "
+                                 f"{a.shape}, got {aval_of(t).shape}.")
+        return tree_unflatten(self.out_tree, eval_jaxpr(self.jaxpr, residuals, *flat))
 
 
 def _no_reduce_axes(what: str, reduce_axes: Sequence[Any]) -> None:
@@ -200,10 +210,25 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False,
     """
     _no_reduce_axes("vjp", reduce_axes)
     lin = _Linearized(fun, primals, has_aux, "vjp")
-    f_vjp = Partial(_pullback, lin.jaxpr, lin.in_tree, lin.out_tree, lin.out_avals,
+    f_vjp = Partial(_Pullback(lin.jaxpr, lin.in_tree, lin.out_tree, lin.out_avals),
                     lin.residuals)
     primal_out = tree_unflatten(lin.out_tree, lin.primal_outs)
     return (primal_out, f_vjp, lin.aux) if has_aux else (primal_out, f_vjp)
+
+
+class _Pullback:
+    """`vjp`'s backward function as the static part of a `Partial` whose children are the
+    residuals (see `_LinearFunction`); `fwd_and_bwd` relies on it."""
+
+    __slots__ = ("jaxpr", "in_tree", "out_tree", "out_avals")
+
+    def __init__(self, jaxpr: Jaxpr, in_tree: PyTreeDef, out_tree: PyTreeDef, out_avals):
+        self.jaxpr, self.in_tree, self.out_tree, self.out_avals = (jaxpr, in_tree, out_tree,
+                                                                   out_avals)
+
+    def __call__(self, residuals: Sequence[Any], cotangent: Any) -> Any:
+        return _pullback(self.jaxpr, self.in_tree, self.out_tree, self.out_avals, residuals,
+                         cotangent)
 
 
 def _pullback(jaxpr: Jaxpr, in_tree, out_tree, out_avals, residuals, cotangent):
@@ -367,6 +392,45 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
         return (g, value[1]) if has_aux else g
 
     return grad_f
+
+
+def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = False,
+                jitted: bool = True) -> tuple[Callable, Callable]:
+    """The forward and backward passes of `fun` as two functions, so a loop can reuse a
+    compiled backward pass (`jit(f_vjp)` would trace anew for every new `f_vjp`).
+
+    Args:
+      fun: the function to differentiate.
+      argnums: which positional argument(s) to differentiate with respect to.
+      has_aux: `fun` returns `(output, aux)`.
+      jitted: return the two functions jitted.
+
+    Returns:
+      `(fwd, bwd)`: `fwd(*args)` is `(fun(*args), residuals)` (plus `aux`), and
+      `bwd(residuals, cotangent)` the cotangents of `args[argnums]` (a tuple when
+      `argnums` is a sequence).
+
+    >>> import numpy as np
+    >>> from lamella.core.structural import reduce_sum
+    >>> fwd, bwd = fwd_and_bwd(lambda x: reduce_sum(x, (0,)), argnums=0)
+    >>> y, residuals = fwd(np.ones(2, np.float32))
+    >>> np.asarray(bwd(residuals, np.float32(2)))
+    array([2., 2.], dtype=float32)
+    """
+    nums = _argnums_tuple(argnums)
+
+    def fwd(*args, **kwargs):
+        dyn, with_dyn = _dyn_args("fwd_and_bwd", args, nums)
+        return vjp(functools.wraps(fun)(lambda *d: fun(*with_dyn(*d), **kwargs)), *dyn,
+                   has_aux=has_aux)
+
+    def bwd(residuals, cotangent):
+        cts = residuals(cotangent)
+        return cts[0] if isinstance(argnums, int) else cts
+
+    if jitted:
+        return jit(fwd), jit(bwd)
+    return fwd, bwd
 
 
 def _basis(aval, index: int, flat_avals, dtype) -> np.ndarray:

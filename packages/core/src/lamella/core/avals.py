@@ -124,6 +124,19 @@ pytype_aval_mappings: dict[type, Callable[[Any], ShapedArray]] = {
 }
 """How each concrete type maps to its aval; higher layers add their Array type."""
 
+array_types: set[type] = {np.ndarray, *(np.dtype(c).type for c in "?bhilqBHILQefdgFDG")}
+"""The concrete array types (NumPy's, and the runtime's Array that a higher layer adds)."""
+
+
+def valid_jaxtype(x: Any) -> bool:
+    """Whether `x` is a value lamella computes with: an array, a NumPy or Python scalar
+    (a ShapeDtypeStruct describes one but is not one).
+
+    >>> valid_jaxtype(1.0), valid_jaxtype("a"), valid_jaxtype(ShapeDtypeStruct((), "f4"))
+    (True, False, False)
+    """
+    return not isinstance(x, ShapeDtypeStruct) and is_array_like(x)
+
 
 def get_aval(x: Any) -> ShapedArray:
     """The abstract value of `x`; raises TypeError for non-array values."""

@@ -21,6 +21,7 @@ from typing import Any
 
 from lamella.core.avals import ShapedArray
 from lamella.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from lamella.core.primitive import Primitive
 from lamella.core.rules import (
     AxisData,
     Zero,
@@ -39,6 +40,7 @@ from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import (
     Trace,
     Tracer,
+    TraceTag,
     aval_of,
     check_foreign_tracer,
     current_trace,
@@ -47,9 +49,10 @@ from lamella.core.trace import (
 from lamella.core.util import weakref_lru_cache
 
 __all__ = [  # the interpreter, and the rule tables and helpers re-exported from rules
-    "AxisData", "BatchTrace", "BatchTracer", "at_front", "batch_jaxpr", "broadcast",
-    "defbroadcasting", "defvectorized", "fancy_primitive_batchers", "matchaxis", "moveaxis",
-    "not_mapped", "primitive_batchers",
+    "AxisData", "BatchTrace", "BatchTracer", "at_front", "axis_primitive_batchers",
+    "batch_jaxpr", "bdim_at_front", "broadcast", "defbroadcasting", "defreducer",
+    "defvectorized", "fancy_primitive_batchers", "mapped_aval", "matchaxis", "moveaxis",
+    "not_mapped", "primitive_batchers", "unmapped_aval",
 ]
 
 def _remove_axis(aval: ShapedArray, dim: int) -> ShapedArray:
@@ -58,6 +61,54 @@ def _remove_axis(aval: ShapedArray, dim: int) -> ShapedArray:
 
 def _insert_axis(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
     return aval.update(shape=aval.shape[:dim] + (size,) + aval.shape[dim:])
+
+
+def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
+    """The type of one batch element of a value of type `aval` batched at `axis`.
+
+    >>> import numpy as np
+    >>> mapped_aval(3, 0, ShapedArray((3, 2), np.float32)).str_short()
+    'f32[2]'
+    """
+    if axis is not_mapped:
+        return aval
+    if aval.shape[axis] != size:
+        raise ValueError(f"mapped_aval: axis {axis} of {aval.str_short()} has size "
+                         f"{aval.shape[axis]}, not the batch size {size}")
+    return _remove_axis(aval, axis)
+
+
+def unmapped_aval(size: int, axis: int | None, aval: ShapedArray,
+                  explicit_mesh_axis: Any = None) -> ShapedArray:
+    """The type of a whole batch of `size` values of type `aval`, stacked at `axis`.
+
+    >>> import numpy as np
+    >>> unmapped_aval(3, 1, ShapedArray((2,), np.float32)).str_short()
+    'f32[2,3]'
+    """
+    if axis is not_mapped:
+        return aval
+    return _insert_axis(aval, axis, size)
+
+
+def bdim_at_front(x: Any, bdim: int | None, size: int, mesh_axis: Any = None) -> Any:
+    """`x` with its batch axis first (broadcast to `size` if it has none)."""
+    return at_front(x, bdim, size)
+
+
+def defreducer(prim: Primitive) -> None:
+    """Batching for a reduction whose `axes` param lists the reduced axes: the batch axis
+    is kept and the reduced axes renumbered around it."""
+    def rule(args, dims, *, axes, **params):
+        (x,), (d,) = args, dims
+        moved = tuple(a + (a >= d) for a in axes)
+        out = prim.bind(x, axes=moved, **params)
+        return out, d - sum(a < d for a in moved)
+    primitive_batchers[prim] = rule
+
+
+axis_primitive_batchers = fancy_primitive_batchers
+"""JAX's name for the batching rules that need the axis (collectives)."""
 
 
 class BatchTracer(Tracer):
@@ -82,7 +133,7 @@ class BatchTracer(Tracer):
 class BatchTrace(Trace):
     """Interprets primitives on batched values with the batching rules."""
 
-    def __init__(self, parent: Trace, tag: object, axis_data: AxisData,
+    def __init__(self, parent: Trace, tag: TraceTag, axis_data: AxisData,
                  description: str = "vmap"):
         self.parent = parent
         self.tag = tag
@@ -217,7 +268,7 @@ def _batch_jaxpr(closed, axis_data, in_dims, instantiate):
     out_dims: list = []
 
     def batched(*vals):
-        trace = BatchTrace(current_trace(), object(), axis_data)
+        trace = BatchTrace(current_trace(), TraceTag(), axis_data)
         with set_current_trace(trace):
             outs = eval_jaxpr(closed.jaxpr, closed.consts, *map(trace.wrap, vals, in_dims))
         trace.invalidate()

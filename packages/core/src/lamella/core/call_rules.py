@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any
 
 from lamella.core import ad, batching, partial_eval
+from lamella.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from lamella.core.primitive import Primitive
 from lamella.core.rules import (
     Zero,
@@ -87,3 +88,58 @@ def _call_partial_eval(primitive, derive, trace, args, *, jaxpr, **params) -> li
         unknown_outs = primitive.bind(*unknown_call_args, jaxpr=unknown,
                                       **derive("unknown", params, len(unknown_call_args)))
     return merge_lists(out_unknowns, known_outs, unknown_outs)
+
+
+# ---------------------------------------------------------------------------
+# CallPrimitive: a new call-like primitive with all of the above.
+
+_call_primitive_listeners: list[Callable[[Primitive], None]] = []
+_call_primitives: list[Primitive] = []
+
+
+def on_new_call_primitive(listener: Callable[[Primitive], None]) -> None:
+    """Calls `listener(p)` for every CallPrimitive, those made so far and later ones (the
+    runtime installs their lowering this way)."""
+    _call_primitive_listeners.append(listener)
+    for primitive in _call_primitives:
+        listener(primitive)
+
+
+def call_impl(f: Any, *args: Any, **params: Any) -> list[Any]:
+    """Evaluates a call: `f` is the body, a closed jaxpr or a function of flat arrays.
+
+    >>> import numpy as np
+    >>> call_impl(lambda x: [x + 1], np.float32(1))
+    [np.float32(2.0)]
+    """
+    if isinstance(f, ClosedJaxpr):
+        return eval_jaxpr(f.jaxpr, f.consts, *args)
+    return list(f(*args))
+
+
+class CallPrimitive(Primitive):
+    """A primitive that calls the closed jaxpr in its `jaxpr` param (JAX's
+    `jax.extend.core.CallPrimitive`): it evaluates, differentiates, transposes, batches
+    and lowers as that body, and shows up in jaxprs under its own name.
+
+    >>> import numpy as np
+    >>> from lamella.core import grad, make_jaxpr
+    >>> from lamella.core.structural import reduce_sum
+    >>> tagged_p = CallPrimitive("tagged")
+    >>> def tagged(f, x):
+    ...     body = make_jaxpr(lambda y: [f(y)])(x)
+    ...     return tagged_p.bind(x, jaxpr=body)[0]
+    >>> grad(lambda x: tagged(lambda y: reduce_sum(y, (0,)), x))(np.ones(2, np.float32))
+    array([1., 1.], dtype=float32)
+    """
+
+    multiple_results = True
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.def_impl(lambda *args, jaxpr, **params: call_impl(jaxpr, *args))
+        self.def_abstract_eval(lambda *avals, jaxpr, **params: jaxpr.out_avals)
+        register_call_rules(self)
+        _call_primitives.append(self)
+        for listener in _call_primitive_listeners:
+            listener(self)

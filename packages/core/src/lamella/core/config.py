@@ -200,6 +200,30 @@ debug_nans = config.define(
     "debug_nans", False, "Raise an error when an operation produces a NaN.")
 debug_infs = config.define(
     "debug_infs", False, "Raise an error when an operation produces an infinity.")
+softmax_custom_jvp = config.define(
+    "softmax_custom_jvp", False,
+    "softmax differentiates through a custom JVP rule instead of treating its shift by the "
+    "maximum as a stop_gradient constant.", affects_tracing=True)
+threefry_partitionable = config.define(
+    "threefry_partitionable", True,
+    "Random bits from threefry are generated so that any slice of them can be computed on "
+    "its own (JAX's default since 0.5); False gives the older stream.", affects_tracing=True)
+enable_custom_prng = config.define(
+    "enable_custom_prng", False,
+    "random.PRNGKey returns typed key arrays (as random.key does) instead of raw uint32 "
+    "arrays.", affects_tracing=True)
+legacy_prng_key = config.define(
+    "legacy_prng_key", "allow",
+    "What random functions do with a raw uint32 key: 'allow' it, 'warn', or 'error'.",
+    affects_tracing=True, choices=("allow", "warn", "error"))
+allow_f16_reductions = config.define(
+    "allow_f16_reductions", True,
+    "If False, summing float16 or bfloat16 values (reduce_sum) raises instead of "
+    "accumulating in 16 bits.", affects_tracing=True)
+jax2tf_associative_scan_reductions = config.define(
+    "jax2tf_associative_scan_reductions", False,
+    "How jax2tf lowers cumulative reductions in JAX. Only a TensorFlow export reads it, and "
+    "lamella has none: accepted so configurations written for JAX load, changes nothing.")
 _GUARDS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 transfer_guard_host_to_device = config.define(
     "transfer_guard_host_to_device", "allow",
@@ -213,6 +237,23 @@ transfer_guard_device_to_device = config.define(
     "transfer_guard_device_to_device", "allow",
     "What to do on a device-to-device transfer (see transfer_guard_host_to_device).",
     choices=_GUARDS)
+
+
+_user_contexts = 0
+
+
+def make_user_context(default_value: Any = None) -> Callable[..., Any]:
+    """A context whose value joins every jit cache key: entering it with a new value makes
+    jitted functions trace and compile again (as JAX's `jax.make_user_context`).
+
+    >>> mode = make_user_context(default_value="train")
+    >>> with mode("eval"):
+    ...     pass
+    """
+    global _user_contexts
+    _user_contexts += 1
+    return config.define(f"user_context_{_user_contexts}", default_value,
+                         "A user context (make_user_context).", affects_tracing=True)
 
 
 def checking_leaks() -> contextlib.AbstractContextManager[None]:

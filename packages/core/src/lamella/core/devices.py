@@ -26,6 +26,7 @@ from lamella.core.config import config
 from lamella.core.dispatch import HostDevice, current_executor
 from lamella.core.trace import aval_of
 from lamella.core.tree_util import tree_map
+from lamella.core.util import clear_registered_caches
 
 
 class Device(abc.ABC):
@@ -160,6 +161,21 @@ def copy_to_host_async(x: Any) -> Any:
     executor = current_executor()
     tree_map(executor.copy_to_host_async, x)
     return x
+
+
+def clear_caches() -> None:
+    """Forgets every cached trace, derived jaxpr and compiled program, in core and in the
+    runtime; the next call of each jitted function traces and compiles again.
+
+    >>> import lamella.core as lc
+    >>> f = lc.jit(lambda x: x)
+    >>> _ = f(1.0)
+    >>> lc.clear_caches()
+    >>> float(f(1.0))
+    1.0
+    """
+    clear_registered_caches()
+    current_executor().clear_caches()
 
 
 def live_arrays(platform: str | None = None) -> list[Any]:

@@ -102,6 +102,12 @@ class Executor:
     def device_get(self, x: Any) -> Any:
         return np.asarray(x)
 
+    def from_dlpack(self, x: Any, device: Any = None, copy: bool | None = None) -> Any:
+        """An array of this executor holding the DLPack producer `x`'s data (shared
+        unless `copy` is True or a copy is needed)."""
+        host = np.from_dlpack(x, copy=copy)
+        return self.device_put(host, device)
+
     def copy_to_host_async(self, x: Any) -> None:
         """Starts a device-to-host copy of array `x` (NumPy arrays are on the host)."""
 

@@ -103,6 +103,15 @@ def tangent_dtype(dtype: np.dtype) -> np.dtype:
     return dtype if is_inexact(dtype) else float0
 
 
+def primal_dtype_to_tangent_dtype(primal_dtype: Any) -> np.dtype:
+    """JAX's name for `tangent_dtype`: float0 for integers and booleans.
+
+    >>> primal_dtype_to_tangent_dtype(np.int32) == float0
+    True
+    """
+    return tangent_dtype(np.dtype(primal_dtype))
+
+
 _SHORT_NAMES = {
     "float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16",
     "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",

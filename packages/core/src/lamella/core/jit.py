@@ -49,6 +49,7 @@ from lamella.core.stages import Lowered, Traced, _Signature
 from lamella.core.staging import StagingTrace, hoist_tracer_consts, trace_to_jaxpr
 from lamella.core.trace import Tracer, current_trace, eval_trace
 from lamella.core.tree_util import PyTreeDef, tree_flatten, tree_unflatten
+from lamella.core.util import register_cache
 
 # ---------------------------------------------------------------------------
 # The call primitive and its rules.
@@ -148,6 +149,7 @@ class _TraceCaches:
 
 
 trace_caches = _TraceCaches()
+register_cache(trace_caches.clear)
 _log = logging.getLogger("lamella")
 
 

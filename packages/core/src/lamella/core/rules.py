@@ -163,6 +163,50 @@ def linear_jvp(primitive: Primitive, primals, tangents, **params):
     return out, tangent_out
 
 
+def defbilinear(prim: Primitive, lhs_rule: Callable, rhs_rule: Callable) -> None:
+    """A primitive linear in each of its two operands separately (a product): the JVP is
+    `prim(dx, y) + prim(x, dy)`; `lhs_rule(ct, x, y, **params)` is the cotangent of x
+    when x is the linear input, `rhs_rule(ct, x, y, **params)` that of y."""
+    def jvp(primals, tangents, **params):
+        x, y = primals
+        dx, dy = tangents
+        out = prim.bind(x, y, **params)
+        t = Zero.from_primal_value(out)
+        if type(dx) is not Zero:
+            t = add_tangents(t, prim.bind(dx, y, **params))
+        if type(dy) is not Zero:
+            t = add_tangents(t, prim.bind(x, dy, **params))
+        return out, t
+
+    def transpose(ct, x, y, **params):
+        if type(ct) is Zero:
+            return [None, None]
+        if is_undefined_primal(x) and is_undefined_primal(y):
+            raise TypeError(f"{prim.name} is bilinear: transposing it needs one operand known")
+        if is_undefined_primal(x):
+            return [lhs_rule(ct, x, y, **params), None]
+        return [None, rhs_rule(ct, x, y, **params)]
+    primitive_jvps[prim] = jvp
+    primitive_transposes[prim] = transpose
+
+
+def get_primitive_transpose(p: Primitive) -> Callable:
+    """`p`'s transpose rule; NotImplementedError naming `p` if it has none."""
+    try:
+        return primitive_transposes[p]
+    except KeyError:
+        raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
+                                  f"'{p}' not implemented") from None
+
+
+def add_jaxvals(x: Any, y: Any) -> Any:
+    """`x + y` for tangents and cotangents (the `add_any` primitive)."""
+    return add_any_p.bind(x, y)
+
+
+add_jaxvals_p = add_any_p
+
+
 def deflinear(primitive: Primitive, transpose_rule: Callable) -> None:
     """A primitive linear in all its operands; `transpose_rule(ct, **params)`
     returns the cotangents of the operands."""

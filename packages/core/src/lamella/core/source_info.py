@@ -61,6 +61,20 @@ def _is_internal(filename: str) -> bool:
     return internal
 
 
+def user_stacklevel() -> int:
+    """The `stacklevel` that makes a `warnings.warn` in the calling function point at the
+    user's line (the innermost frame outside lamella).
+
+    >>> import warnings
+    >>> def check():
+    ...     warnings.warn("careful", stacklevel=user_stacklevel())
+    """
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and _is_internal(frame.f_code.co_filename):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
 def user_frame(skip: int = 1) -> SourceInfo | None:
     """The innermost frame outside lamella, or the carried-over location."""
     carried = _state.carried

@@ -18,6 +18,7 @@ import numpy as np
 
 from lamella.core import dtypes
 from lamella.core.avals import ShapedArray
+from lamella.core.config import config
 from lamella.core.primitive import Primitive
 from lamella.core.rules import (
     add_any_p,
@@ -204,6 +205,10 @@ reduce_sum_p.def_impl(lambda x, *, axes: np.sum(x, axis=axes, dtype=np.asarray(x
 def _reduce_sum_abstract_eval(x: ShapedArray, *, axes):
     if any(not 0 <= a < x.ndim for a in axes) or len(set(axes)) != len(axes):
         raise _shape_error("reduce_sum", f"invalid axes {axes} for {x.str_short()}")
+    if x.dtype.itemsize == 2 and dtypes.is_float(x.dtype) \
+            and not config.read("allow_f16_reductions"):
+        raise ValueError(f"reduce_sum on operand {x.str_short()} is not allowed when "
+                         f"jax_allow_f16_reductions=False.")
     return x.update(shape=tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 

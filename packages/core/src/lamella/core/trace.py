@@ -55,6 +55,17 @@ class Trace:
         return f"{type(self).__name__}({self.description})"
 
 
+class TraceTag:
+    """The identity of one application of a transformation: traces made for its
+    sub-computations (a jitted body, a loop body) share the tag, so they recognise one
+    another's tracers."""
+
+    __slots__ = ("__weakref__",)
+
+    def __repr__(self) -> str:
+        return f"TraceTag({id(self):#x})"
+
+
 class Tracer:
     """A stand-in for an array while a transformation runs."""
 

@@ -45,6 +45,22 @@ def unzip2(pairs: Iterable[tuple[Any, Any]]) -> tuple[list, list]:
     return firsts, seconds
 
 
+_cache_clearers: list[Callable[[], None]] = []
+
+
+def register_cache(clear: Callable[[], None]) -> Callable[[], None]:
+    """Enrolls a cache's `clear` in `lamella.core.clear_caches()`: every cache of traces,
+    derived jaxprs or compiled programs registers here, in core and in the layers above."""
+    _cache_clearers.append(clear)
+    return clear
+
+
+def clear_registered_caches() -> None:
+    """Empties every cache enrolled with `register_cache`."""
+    for clear in list(_cache_clearers):
+        clear()
+
+
 def weakref_lru_cache(maxsize: int = 64) -> Callable:
     """Caches `fn(obj, *key)` with `obj` held weakly, so entries die with it.
 
@@ -76,6 +92,9 @@ def weakref_lru_cache(maxsize: int = 64) -> Callable:
                     entries.popitem(last=False)
             return stored
 
-        cached.cache_clear = cache.clear
+        def cache_clear() -> None:
+            with lock:
+                cache.clear()
+        cached.cache_clear = register_cache(cache_clear)
         return cached
     return decorator

@@ -17,7 +17,7 @@ from typing import Any
 from lamella.core.api_util import flatten_outputs, fun_name
 from lamella.core.batching import BatchTrace
 from lamella.core.rules import AxisData, matchaxis, not_mapped
-from lamella.core.trace import aval_of, current_trace, set_current_trace
+from lamella.core.trace import TraceTag, aval_of, current_trace, set_current_trace
 from lamella.core.tree_util import (
     PyTreeDef,
     keystr,
@@ -134,7 +134,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                                  f"axes have size {(sizes - {axis_size}).pop()}.")
             raise _size_error(name, flat, dims, labels)
         size = sizes.pop()
-        trace = BatchTrace(current_trace(), object(), AxisData(axis_name, size, spmd_axis_name),
+        trace = BatchTrace(current_trace(), TraceTag(), AxisData(axis_name, size, spmd_axis_name),
                            f"vmap of {name}")
         try:
             batched_args, batched_kwargs = tree_unflatten(in_tree, map(trace.wrap, flat, dims))

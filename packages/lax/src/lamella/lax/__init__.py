@@ -348,6 +348,7 @@ __version__ = "0.1.0"
 _internal(_os.path.dirname(__file__))
 _runtime.set_aval_factory(lambda shape, dtype, weak_type: _ShapedArray(shape, dtype, weak_type))
 _avals.pytype_aval_mappings[Array] = lambda x: x.aval
+_avals.array_types.add(Array)
 _runtime.set_x64(_config.read("enable_x64"))
 _runtime.set_disable_jit(_config.read("disable_jit"))
 _flags.mirror_config_in_jaxlib()

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lamella.core import custom_derivatives, structural
+from lamella.core import custom_batching, custom_derivatives, structural
+from lamella.core.call_rules import on_new_call_primitive
 from lamella.core.checkpoint import name_p, remat_p
 from lamella.core.jit import jit_p
 from lamella.core.linear_call import linear_call_p
@@ -85,9 +86,13 @@ def _remat_lowering(ctx, *args, jaxpr, prevent_cse, differentiated, policy):
 
 
 register_lowering(jit_p, _call_lowering)
+on_new_call_primitive(lambda p: register_lowering(
+    p, lambda ctx, *args, jaxpr, **params: _inline(ctx, *args, jaxpr=jaxpr)))
 register_lowering(custom_derivatives.custom_jvp_call_p, _custom_call_lowering)
 register_lowering(custom_derivatives.custom_vjp_call_p, _custom_call_lowering)
 register_lowering(remat_p, _remat_lowering)
+register_lowering(custom_batching.custom_vmap_call_p,
+                  lambda ctx, *args, call, **params: _inline(ctx, *args, jaxpr=call))
 
 
 def _linear_call_lowering(ctx, *args, callee, transpose, num_callee_consts,

@@ -170,6 +170,7 @@ class XlaExecutor(Executor):
 
     def clear_caches(self) -> None:
         self.programs.clear()
+        runtime.clear_fast_path_caches()
         _primitive_programs.clear()
         _eager_dispatchers.clear()
 
@@ -258,6 +259,12 @@ class XlaExecutor(Executor):
             return x
         with _explicit("explicit_device_get"):
             return np.asarray(x)
+
+    def from_dlpack(self, x, device=None, copy=None):
+        device = getattr(device, "_device", device)
+        if copy:
+            return self.device_put(np.array(np.from_dlpack(x)), device)
+        return runtime.from_dlpack(x, device)
 
     def copy_to_host_async(self, x) -> None:
         if isinstance(x, runtime.Array):

@@ -32,13 +32,6 @@ __all__ = ["log_softmax", "logsumexp", "softmax"]
 
 Axis = int | Sequence[int] | None
 
-if not hasattr(lc.config, "softmax_custom_jvp"):
-    lc.config.define("softmax_custom_jvp", False,
-                     "softmax differentiates through a custom JVP rule instead of treating "
-                     "its shift by the maximum as a stop_gradient constant.",
-                     affects_tracing=True)
-
-
 def _as_inexact(name: str, *args: Any) -> list[Any]:
     """The arguments as arrays of one inexact dtype (integers and bools become the
     default float), as JAX's `promote_args_inexact` gives them."""

@@ -22,13 +22,16 @@ Array([  64467757, 2916123636], dtype=uint32)
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from lamella import lax
+from lamella.core import config
 from lamella.core import dtypes as core_dtypes
+from lamella.core.source_info import user_stacklevel
 from lamella.core.trace import Tracer, aval_of
 from lamella.core.tree_util import register_pytree_node
 from lamella.lax import random_bits as rb
@@ -40,8 +43,10 @@ __all__ = ["PRNGImpl", "PRNGKey", "PRNGKeyArray", "PRNGKeyDType", "bits", "clone
 _U32 = np.dtype(np.uint32)
 _UNSIGNED = {np.dtype(t): np.dtype(t).itemsize * 8
              for t in (np.uint8, np.uint16, np.uint32, np.uint64)}
-# JAX's default derivation since jax_threefry_partitionable became True.
-PARTITIONABLE = True
+def _partitionable() -> bool:
+    """Which Threefry derivation splits keys and draws bits: the `threefry_partitionable`
+    flag (True, JAX's default since 0.5; False reproduces older JAX's streams)."""
+    return bool(config.read("threefry_partitionable"))
 
 
 class PRNGImpl:
@@ -219,9 +224,25 @@ def _key_words(name: str, keys: Any) -> tuple[Any, bool]:
     if is_arraylike(keys) and not isinstance(keys, (int, float, complex, bool)):
         aval = aval_of(keys if isinstance(keys, Tracer) else asarray_internal(keys))
         if aval.dtype == _U32 and aval.shape[-1:] == (2,):
+            _check_legacy_key_allowed()
             return (keys if isinstance(keys, Tracer) else asarray_internal(keys)), False
     raise TypeError(f"{name}: expected a PRNG key, {_KEY_FORMS} (or an array of them); "
                     f"got {_describe(keys)}")
+
+
+_LEGACY_KEY_MESSAGE = (
+    "Legacy uint32 key array passed as key to lamella.random function. Please create keys "
+    "using lamella.random.key(). If use of a raw key array was intended, set "
+    "jax_legacy_prng_key=\"allow\".")
+
+
+def _check_legacy_key_allowed() -> None:
+    """Raw uint32 keys obey the `legacy_prng_key` flag: 'allow', 'warn' or 'error'."""
+    policy = config.read("legacy_prng_key")
+    if policy == "warn":
+        warnings.warn(_LEGACY_KEY_MESSAGE, UserWarning, stacklevel=user_stacklevel())
+    elif policy == "error":
+        raise ValueError(_LEGACY_KEY_MESSAGE)
 
 
 def _single_key(name: str, keys: Any) -> tuple[Any, bool]:
@@ -266,7 +287,9 @@ def PRNGKey(seed: Any, *, impl: Any = None) -> Any:  # noqa: N802 (JAX's name)
     Array([         0, 4294967295], dtype=uint32)
     """
     _resolve_impl(impl)
-    return _seed_words(seed)
+    words = _seed_words(seed)
+    # With `enable_custom_prng`, even the legacy constructor makes typed keys (as JAX).
+    return PRNGKeyArray(words) if config.read("enable_custom_prng") else words
 
 
 def key_data(keys: Any) -> Any:
@@ -334,7 +357,7 @@ def split(key: Any, num: int | Sequence[int] = 2) -> Any:
 
 
 def _split_words(words: Any, shape: tuple[int, ...] = (2,)) -> Any:
-    return rb.threefry_split(words, shape, partitionable=PARTITIONABLE)
+    return rb.threefry_split(words, shape, partitionable=_partitionable())
 
 
 def _split_n(words: Any, n: int) -> list[Any]:
@@ -383,7 +406,7 @@ def _canonical_shape(name: str, shape: Any) -> tuple[int, ...]:
 
 
 def _random_bits(words: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
-    return rb.threefry_random_bits(words, bit_width, shape, partitionable=PARTITIONABLE)
+    return rb.threefry_random_bits(words, bit_width, shape, partitionable=_partitionable())
 
 
 def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:

@@ -15,6 +15,7 @@ from lamella.scipy import integrate as integrate
 from lamella.scipy import interpolate as interpolate
 from lamella.scipy import linalg as linalg
 from lamella.scipy import ndimage as ndimage
+
 # JAX loads `optimize` lazily; here `import lamella.scipy` brings it too.
 from lamella.scipy import optimize as optimize
 from lamella.scipy import signal as signal

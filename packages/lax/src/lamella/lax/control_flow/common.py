@@ -20,6 +20,7 @@ from lamella.core.jaxpr import ClosedJaxpr
 from lamella.core.staging import trace_subjaxpr
 from lamella.core.trace import Tracer, aval_of
 from lamella.core.tree_util import PyTreeDef, tree_unflatten
+from lamella.core.util import register_cache
 from lamella.lax.conversion import convert_element_type
 
 
@@ -115,6 +116,7 @@ class TraceCache:
     def __init__(self, per_function: int = 8):
         self._entries: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._per_function = per_function
+        register_cache(self._entries.clear)
 
     def __call__(self, funs: Sequence[Callable], key: Any, trace: Callable[[], tuple]) -> tuple:
         """`trace()` returns a tuple whose second item is the list of consts."""

@@ -51,6 +51,7 @@ from lamella.lax.runtime.backends import (
 from lamella.lax.runtime.executables import Executable, compile
 from lamella.lax.runtime.fast_path import (
     FastPathData,
+    clear_fast_path_caches,
     fast_path_data,
     flatten_arguments,
     make_fast_function,
@@ -86,6 +87,7 @@ __all__ = [
     "register_pytree_node",
     "flatten_arguments",
     "FastPathData",
+    "clear_fast_path_caches",
     "fast_path_data",
     "make_fast_function",
     "register_lapack_targets",

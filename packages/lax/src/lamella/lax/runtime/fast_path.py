@@ -27,6 +27,13 @@ REGISTRY = _jax.pytree.PyTreeRegistry()
 _PJIT_CACHE = _jax.PjitFunctionCache()
 
 
+def clear_fast_path_caches() -> None:
+    """Forgets every signature the C++ dispatchers have seen (each jit wrapper's own
+    entries and the shared cache): their next calls go through Python again."""
+    _PJIT_CACHE.clear()
+    _jax.PjitFunctionCache.clear_all()
+
+
 def pytree_registry() -> Any:
     """The ``PyTreeRegistry`` the fast path flattens arguments with.
 
