@@ -249,3 +249,24 @@ def test_dlpack_typing_version():
         lc.dlpack.from_dlpack([1, 2])
     assert isinstance(1.0, lc.typing.ArrayLike)
     assert lc.__version__ == lc.version.__version__
+
+
+def test_jaxs_remaining_parameters():
+    from lamella.core.trace_queries import axis_size
+    seen = []
+    lc.make_jaxpr(lambda x: seen.append((lc.unsafe_get_axis_names_DO_NOT_USE(),
+                                         axis_size("i"))) or x, axis_env=[("i", 4)])(F32(1))
+    assert seen == [(["i"], 4)] and lc.unsafe_get_axis_names_DO_NOT_USE() == []
+    with pytest.warns(DeprecationWarning, match="backend and device argument on jit"):
+        f = lc.jit(lambda x: x, device=lc.devices()[0], backend="cpu")
+    close(f(F32(2)), 2)
+    with pytest.warns(DeprecationWarning), pytest.raises(RuntimeError, match="gpu"):
+        lc.jit(lambda x: x, backend="gpu")
+    with pytest.raises(NotImplementedError, match="static_argnums"):
+        lc.checkpoint(lambda x: x, concrete=True)
+    assert lc.dtypes.issubdtype(a=np.float32, b=np.floating)
+    key_dtype = type("KeyDType", (), {"type": lc.dtypes.prng_key,
+                                       "__repr__": lambda self: "key<test>"})()
+    with pytest.raises(ValueError, match="allow_extended_dtype=False"):
+        lc.dtypes.canonicalize_dtype(key_dtype)
+    assert lc.dtypes.canonicalize_dtype(key_dtype, allow_extended_dtype=True) is key_dtype

@@ -267,7 +267,7 @@ checkpoint_policies = SimpleNamespace(
 
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
                static_argnums: int | tuple[int, ...] = (),
-               static_argnames: str | tuple[str, ...] = ()) -> Callable:
+               static_argnames: str | tuple[str, ...] = (), concrete: bool = False) -> Callable:
     """Makes `fun` recompute its intermediates in the backward pass instead of saving them.
 
     Args:
@@ -277,6 +277,8 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
         be saved after all (see `checkpoint_policies`); None saves only inputs.
       static_argnums: arguments passed to `fun` as Python values.
       static_argnames: keyword arguments passed to `fun` as Python values.
+      concrete: removed from JAX in 0.10 (as there, True is an error naming
+        `static_argnums`, its replacement).
 
     Returns:
       A function like `fun` whose reverse-mode derivative recomputes instead of
@@ -288,6 +290,10 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
     >>> grad(checkpoint(lambda x: reduce_sum(x, (0,))))(np.ones(2, np.float32))
     array([1., 1.], dtype=float32)
     """
+    if concrete:
+        raise NotImplementedError(
+            "The `concrete` option to checkpoint was removed (as in JAX 0.10): mark the "
+            "arguments that Python control flow reads with `static_argnums` instead.")
     statics, static_names = resolve_static(fun_signature(fun), as_tuple(static_argnums),
                                            as_tuple(static_argnames))
     name = fun_name(fun)

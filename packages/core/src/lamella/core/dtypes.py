@@ -58,13 +58,22 @@ _PYTHON_SCALAR_DTYPES = {
 }
 
 
-def canonicalize_dtype(dtype: Any) -> np.dtype:
-    """Maps a dtype to the one lamella computes in (32-bit unless x64 is on).
+def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dtype:
+    """Maps a dtype to the one lamella computes in (32-bit unless x64 is on). Extended
+    dtypes (PRNG keys) have no NumPy counterpart: they pass through only when allowed.
 
     >>> canonicalize_dtype("float64")
     dtype('float32')
     """
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        if _extended_type(dtype) is None:
+            raise
+        if not allow_extended_dtype:
+            raise ValueError(f"canonicalize_dtype called on extended dtype {dtype} with "
+                             f"allow_extended_dtype=False") from None
+        return dtype
     if config.read("enable_x64"):
         return dtype
     return _TO_32BIT.get(dtype, dtype)
@@ -375,7 +384,7 @@ _ABSTRACT_SCALARS = frozenset({np.generic, np.number, np.integer, np.signedinteg
                                np.complexfloating, np.flexible, np.character})
 
 
-def issubdtype(arg1: Any, arg2: Any) -> bool:
+def issubdtype(a: Any, b: Any) -> bool:
     """`np.issubdtype` that also files bfloat16 and the float8 family under np.floating.
 
     >>> issubdtype("bfloat16", np.floating)
@@ -383,6 +392,7 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
     >>> issubdtype(np.int8, np.floating)
     False
     """
+    arg1, arg2 = a, b
     if isinstance(arg2, type) and issubclass(arg2, extended):
         typ = _extended_type(arg1)
         return typ is not None and issubclass(typ, arg2)

@@ -323,10 +323,10 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     return [v.val if type(v) is Literal else env[v] for v in jaxpr.outvars]
 
 
-def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
+def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable[..., list[Any]]:
     """The closed jaxpr as a Python function of its inputs, returning a list."""
     def fun(*args):
-        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        return eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
     fun.__name__ = "jaxpr_fun"
     return fun
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from lamella.core.avals import ShapedArray
-from lamella.core.jaxpr import NO_EFFECTS, ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 
 __all__ = ["DropVar", "gensym", "jaxprs_in_params", "new_jaxpr_eqn", "subjaxprs"]
 
@@ -36,7 +36,7 @@ def gensym(suffix: str = "") -> Callable[[ShapedArray], Var]:
 
 
 def new_jaxpr_eqn(invars: Sequence[Any], outvars: Sequence[Var], primitive: Any,
-                  params: Mapping[str, Any], effects: frozenset = NO_EFFECTS,
+                  params: Mapping[str, Any], effects: frozenset,
                   source_info: Any = None, ctx: Any = None) -> JaxprEqn:
     """An equation `outvars = primitive[params] invars`; `ctx` (JAX's per-equation
     compiler context) has no counterpart here and must be None."""

@@ -23,6 +23,7 @@ import functools
 import gc
 import logging
 import threading
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -382,11 +383,23 @@ def out_info(entry: CachedTrace) -> Any:
                                            for a in entry.closed.out_avals])
 
 
+def _check_device_and_backend(device: Any, backend: str | None) -> None:
+    warnings.warn("backend and device argument on jit is deprecated. You can use "
+                  "`lamella.core.device_put(..., lamella.core.local_devices(backend=\"cpu\")[0])` "
+                  "on the inputs to the jitted function to get the same behavior.",
+                  DeprecationWarning, stacklevel=3)
+    available = current_executor().devices(backend)  # raises for an unknown backend
+    if device is not None and device not in available:
+        raise ValueError(f"jit: device {device} is not one of the devices of backend "
+                         f"{backend or current_executor().default_backend()!r}: {available}")
+
+
 def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
-        inline: bool = False, compiler_options: dict[str, Any] | None = None) -> Any:
+        device: Any = None, backend: str | None = None, inline: bool = False,
+        compiler_options: dict[str, Any] | None = None) -> Any:
     """Compiles `fun`: traced once per argument signature, then run by the executor.
 
     Args:
@@ -398,6 +411,8 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
         reuse for outputs; donated arrays are deleted after the call.
       keep_unused: keep arguments the function does not use as program parameters
         (lamella always does; accepted for JAX compatibility).
+      device, backend: deprecated in JAX (put the inputs on a device instead); checked
+        here against the executor's devices, with JAX's DeprecationWarning.
       inline: inside another trace, put the function's equations into the
         enclosing jaxpr instead of a `jit` equation.
       compiler_options: options for the compiler (XLA flags such as
@@ -421,8 +436,10 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-                                 keep_unused=keep_unused, inline=inline,
-                                 compiler_options=compiler_options)
+                                 keep_unused=keep_unused, device=device, backend=backend,
+                                 inline=inline, compiler_options=compiler_options)
+    if device is not None or backend is not None:
+        _check_device_and_backend(device, backend)
     jitted = JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                          keep_unused=keep_unused, inline=inline,
                          compiler_options=compiler_options)

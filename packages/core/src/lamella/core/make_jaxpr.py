@@ -14,9 +14,11 @@ from typing import Any
 
 from lamella.core.jaxpr import ClosedJaxpr
 from lamella.core.jit import JitFunction, out_info
+from lamella.core.trace_queries import extend_axis_env
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               axis_env: Sequence[tuple[Any, int]] | None = None,
                return_shape: bool = False) -> Callable[..., Any]:
     """A function that returns `fun`'s jaxpr for the given example arguments.
 
@@ -27,6 +29,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     Args:
       fun: the function to trace.
       static_argnums: arguments passed to `fun` as Python values.
+      axis_env: `(name, size)` pairs of named axes in scope while tracing, as if
+        `fun` ran inside vmaps with those axis names (for collectives).
       return_shape: also return the outputs' shapes and dtypes.
 
     Returns:
@@ -38,7 +42,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
 
     @functools.wraps(fun)
     def make(*args, **kwargs) -> ClosedJaxpr | tuple[ClosedJaxpr, Any]:
-        entry, _ = traced._prepare(args, kwargs)
+        with extend_axis_env(axis_env or ()):
+            entry, _ = traced._prepare(args, kwargs)
         traced.clear_cache()
         if return_shape:
             return entry.closed, out_info(entry)

@@ -102,9 +102,9 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
     return broadcast_in_dim_p.bind(zero, shape=aval.shape, broadcast_dimensions=())
 
 
-def instantiate_zeros(t: Any) -> Any:
-    """`t`, with a symbolic Zero replaced by an array of zeros."""
-    return zeros_like_aval(t.aval) if type(t) is Zero else t
+def instantiate_zeros(tangent: Any) -> Any:
+    """`tangent`, with a symbolic Zero replaced by an array of zeros."""
+    return zeros_like_aval(tangent.aval) if type(tangent) is Zero else tangent
 
 
 def add_tangents(x: Any, y: Any) -> Any:
@@ -247,10 +247,14 @@ def moveaxis(x: Any, src: int, dst: int) -> Any:
     return transpose_p.bind(x, permutation=tuple(perm))
 
 
-def broadcast(x: Any, size: int, axis: int) -> Any:
-    """Adds an axis of length `size` at `axis`, repeating `x` along it."""
+def broadcast(x: Any, sz: int, axis: int, mesh_axis: Any = None) -> Any:
+    """Adds an axis of length `sz` at `axis`, repeating `x` along it (`mesh_axis`, for a
+    batch axis sharded over devices, must be None: one device)."""
+    if mesh_axis is not None:
+        raise ValueError("broadcast: mesh_axis needs a sharded batch axis; lamella runs "
+                         "on one device, so it must be None.")
     aval = aval_of(x)
-    shape = aval.shape[:axis] + (size,) + aval.shape[axis:]
+    shape = aval.shape[:axis] + (sz,) + aval.shape[axis:]
     dims = tuple(i if i < axis else i + 1 for i in range(aval.ndim))
     return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
 
@@ -274,15 +278,15 @@ def at_front(x: Any, dim: int | None, size: int) -> Any:
     return matchaxis(size, dim, 0, x)
 
 
-def defvectorized(primitive: Primitive) -> None:
+def defvectorized(prim: Primitive) -> None:
     """Batching for primitives that act elementwise on one operand."""
     def rule(args, dims, **params):
         (x,), (d,) = args, dims
-        return primitive.bind(x, **params), d
-    primitive_batchers[primitive] = rule
+        return prim.bind(x, **params), d
+    primitive_batchers[prim] = rule
 
 
-def defbroadcasting(primitive: Primitive) -> None:
+def defbroadcasting(prim: Primitive) -> None:
     """Batching for n-ary primitives with NumPy broadcasting semantics.
 
     Batched operands get their batch axis at the front, padded with size-1 axes
@@ -302,8 +306,8 @@ def defbroadcasting(primitive: Primitive) -> None:
                 x = reshape_p.bind(x, new_sizes=(shape[0],) + (1,) * (rank - r) + shape[1:],
                                    dimensions=None)
             aligned.append(x)
-        out = primitive.bind(*aligned, **params)
-        if primitive.multiple_results:
+        out = prim.bind(*aligned, **params)
+        if prim.multiple_results:
             return out, [0] * len(out)
         return out, 0
-    primitive_batchers[primitive] = rule
+    primitive_batchers[prim] = rule

@@ -16,7 +16,8 @@ to the staging of a jaxpr. These functions read that chain.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lamella.core.batching import BatchTrace
@@ -24,8 +25,8 @@ from lamella.core.errors import ConcretizationTypeError
 from lamella.core.staging import StagingTrace
 from lamella.core.trace import Trace, Tracer, current_trace, set_current_trace
 
-__all__ = ["concrete_or_error", "find_top_trace", "get_opaque_trace_state",
-           "nonempty_axis_env_DO_NOT_USE", "take_current_trace",
+__all__ = ["axis_size", "concrete_or_error", "extend_axis_env", "find_top_trace",
+           "get_opaque_trace_state", "nonempty_axis_env_DO_NOT_USE", "take_current_trace",
            "unsafe_am_i_under_a_jit_DO_NOT_USE", "unsafe_am_i_under_a_vmap_DO_NOT_USE",
            "unsafe_get_axis_names_DO_NOT_USE"]
 
@@ -38,14 +39,14 @@ def _running_traces() -> Iterator[Trace]:
         trace = getattr(trace, "parent", None) or getattr(trace, "known", None)
 
 
-def find_top_trace(xs: Any) -> Trace:
+def find_top_trace(_: Any) -> Trace:
     """The innermost running trace that owns one of the tracers in `xs` (the trace a
     primitive applied to `xs` must go to); the current trace when `xs` holds none.
 
     >>> find_top_trace([1.0]) is current_trace()
     True
     """
-    xs = xs if isinstance(xs, (list, tuple)) else [xs]
+    xs = _ if isinstance(_, (list, tuple)) else [_]
     owners = {id(x._trace) for x in xs if isinstance(x, Tracer)}
     if not owners:
         return current_trace()
@@ -130,10 +131,48 @@ def unsafe_am_i_under_a_vmap_DO_NOT_USE() -> bool:
     return any(isinstance(t, BatchTrace) for t in _running_traces())
 
 
+class _AxisEnv(threading.local):
+    def __init__(self) -> None:
+        self.frames: list[tuple[Any, int]] = []
+
+
+_axis_env = _AxisEnv()
+
+
+@contextlib.contextmanager
+def extend_axis_env(names_and_sizes: Sequence[tuple[Any, int]]) -> Iterator[None]:
+    """Puts named axes in scope inside the block without a vmap (`make_jaxpr(axis_env=)`):
+    collectives over them can be traced.
+
+    >>> with extend_axis_env([("i", 4)]):
+    ...     axis_size("i")
+    4
+    """
+    pairs = [(name, int(size)) for name, size in names_and_sizes]
+    _axis_env.frames.extend(pairs)
+    try:
+        yield
+    finally:
+        del _axis_env.frames[len(_axis_env.frames) - len(pairs):]
+
+
+def axis_size(name: Any) -> int:
+    """The size of the named axis `name` in scope (a vmap's or an `axis_env` one)."""
+    for t in _running_traces():
+        if isinstance(t, BatchTrace) and t.axis_data.name == name:
+            return t.axis_data.size
+    for env_name, size in reversed(_axis_env.frames):
+        if env_name == name:
+            return size
+    raise NameError(f"unbound axis name: {name}. The axis names in scope are "
+                    f"{unsafe_get_axis_names_DO_NOT_USE()}.")
+
+
 def unsafe_get_axis_names_DO_NOT_USE() -> list[Any]:
-    """The names of the named vmap axes running now, innermost first."""
-    return [t.axis_data.name for t in _running_traces()
-            if isinstance(t, BatchTrace) and t.axis_data.name is not None]
+    """The names of the named axes in scope, innermost first (vmaps, then `axis_env`)."""
+    names = [t.axis_data.name for t in _running_traces()
+             if isinstance(t, BatchTrace) and t.axis_data.name is not None]
+    return names + [name for name, _ in reversed(_axis_env.frames)]
 
 
 def nonempty_axis_env_DO_NOT_USE() -> bool:
