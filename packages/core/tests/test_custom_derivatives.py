@@ -1133,3 +1133,26 @@ def test_closure_over_a_batched_value_with_unbatched_arguments(kind):
     close(lc.vmap(per_example)(xs, f32([2.0, 2.0])), [2.0, 4.0])  # both batched: works
     close(lc.vmap(per_example, (0, None))(xs, F32(2.0)), [2.0, 4.0])
     close(lc.vmap(lc.grad(per_example, 1), (0, None))(xs, F32(2.0)), [1.0, 2.0])
+
+
+def test_custom_jvp_outputs_stay_unbatched_when_nothing_batched_them():
+    # jacfwd vmaps a JVP over tangents only: the primal output must come back unbatched
+    # even though the rule calls the custom_jvp function itself on the (unbatched) primal.
+    @lc.custom_jvp
+    def f(x):
+        return P.sin(x)
+    f.defjvp(lambda p, t: (f(p[0]), P.mul(P.cos(p[0]), t[0])))
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_allclose(lc.jacfwd(f)(x), np.diag(np.cos(x)), rtol=1e-6)
+    np.testing.assert_allclose(lc.vmap(lc.grad(f))(x), np.cos(x), rtol=1e-6)
+    out = lc.vmap(lambda v: P.add(f(np.float32(2)), v))(x)
+    np.testing.assert_allclose(out, np.sin(2) + x, rtol=1e-6)
+
+    def closes_over(y):  # the function sees a batched value through its closure
+        @lc.custom_jvp
+        def h(v):
+            return P.mul(v, y)
+        h.defjvp(lambda p, t: (h(p[0]), P.mul(t[0], y)))
+        return h(np.float32(2))
+    np.testing.assert_allclose(lc.vmap(closes_over)(x), 2 * x)
+    np.testing.assert_allclose(lc.jit(lc.vmap(closes_over))(x), 2 * x)

@@ -189,9 +189,30 @@ class BatchTrace(Trace):
 
     def process_custom_jvp_call(self, primitive, fun, jvp, args, symbolic_zeros):
         vals, dims = zip(*map(self.to_batch_info, args)) if args else ((), ())
-        # Even with no batched argument the function may close over this trace's
-        # tracers, so it always runs batched (its outputs batched at axis 0).
         size = self.axis_data.size
+        # Which outputs carry the batch axis is known only once the function (or its
+        # rule) has run; the first of the two to run decides, the other follows it. An
+        # output nothing batched stays unbatched (jacfwd's primal outputs, say).
+        out_dims: list[int | None] = []
+
+        def settle(outs, found, batched=None):
+            if not out_dims:
+                batched = batched or [d is not not_mapped for d in found]
+                out_dims.extend(0 if b else not_mapped for b in batched)
+            try:
+                return [matchaxis(size, d, want, o) for o, d, want in zip(outs, found, out_dims)]
+            except ValueError:
+                raise ValueError("custom_jvp under vmap: the function and its JVP rule batch "
+                                 "their primal outputs differently (one depends on a batched "
+                                 "value, the other not)") from None
+
+        def batched_fun(*inner):
+            sub = self._subtrace()
+            with set_current_trace(sub):
+                outs = fun(*map(sub.wrap, inner, dims))
+            sub.invalidate()
+            outs, found = zip(*map(sub.to_batch_info, outs)) if outs else ((), ())
+            return settle(outs, found)
 
         def batched_jvp(primals, tangents):
             sub = self._subtrace()
@@ -202,15 +223,23 @@ class BatchTrace(Trace):
             with set_current_trace(sub):
                 primal_outs, tangent_outs = jvp(primals_in, tangents_in)
             sub.invalidate()
-            primal_outs = [at_front(*sub.to_batch_info(p), size) for p in primal_outs]
-            tangent_outs = [Zero(_insert_axis(t.aval, 0, size)) if type(t) is Zero
-                            else at_front(*sub.to_batch_info(t), size) for t in tangent_outs]
+            primal_info = [sub.to_batch_info(p) for p in primal_outs]
+            tangent_info = [(t, not_mapped) if type(t) is Zero else sub.to_batch_info(t)
+                            for t in tangent_outs]
+            # A primal is batched if it or its tangent is: they share one batch layout.
+            batched = [pd is not not_mapped or td is not not_mapped
+                       for (_, pd), (_, td) in zip(primal_info, tangent_info)]
+            primal_outs = settle([p for p, _ in primal_info], [d for _, d in primal_info],
+                                 batched)
+            tangent_outs = [Zero(t.aval if want is not_mapped else _insert_axis(t.aval, 0, size))
+                            if type(t) is Zero else matchaxis(size, td, want, t)
+                            for (t, td), want in zip(tangent_info, out_dims)]
             return primal_outs, tangent_outs
 
         with set_current_trace(self.parent):
-            outs = self.parent.process_custom_jvp_call(
-                primitive, self._batched_fun(fun, dims), batched_jvp, vals, symbolic_zeros)
-        return [BatchTracer(self, o, 0) for o in outs]
+            outs = self.parent.process_custom_jvp_call(primitive, batched_fun, batched_jvp,
+                                                       vals, symbolic_zeros)
+        return [self.wrap(o, d) for o, d in zip(outs, out_dims)]
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, args, out_trees, symbolic_zeros):
         vals, dims = zip(*map(self.to_batch_info, args)) if args else ((), ())
