@@ -894,3 +894,18 @@ def test_default_registry_and_static_fields():
         kind: str = tree.static(default="add")
     leaves, treedef = tree_flatten(Op(1.5))
     assert leaves == [1.5] and tree_unflatten(treedef, [2.5]) == Op(2.5, "add")
+
+
+def test_registering_a_namedtuple_subclass_is_silent():
+    import collections
+    import warnings
+
+    Base = collections.namedtuple("Base", "a b")
+
+    class Pair(Base):
+        pass
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tree_util.register_pytree_node(Pair, lambda p: ((p.b, p.a), None),
+                                       lambda _, c: Pair(c[1], c[0]))
+    assert tree_util.tree_leaves(Pair(1, 2)) == [2, 1]

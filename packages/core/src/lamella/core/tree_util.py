@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence, Sized
 from typing import Any, TypeVar
 
@@ -598,10 +599,19 @@ def _register(
     flatten_with_keys: Callable[[Any], tuple] | None,
 ) -> None:
     """Register in both namespaces; ``flatten_with_keys`` returns optree's (children, aux, keys)."""
-    optree.register_pytree_node(nodetype, flatten, unflatten, namespace=_NAMESPACE)
+    with warnings.catch_warnings():
+        # optree warns that a namedtuple subclass overrides its built-in handling; that
+        # override is what the caller asked for (JAX registers such classes silently).
+        warnings.filterwarnings("ignore", message=r".*subclass of `collections\.namedtuple`",
+                                category=UserWarning)
+        _register_in_optree(nodetype, flatten, unflatten, flatten_with_keys)
     registered_nodes.append((nodetype, flatten, unflatten))
     for listener in _registration_listeners:
         listener(nodetype, flatten, unflatten)
+
+
+def _register_in_optree(nodetype, flatten, unflatten, flatten_with_keys) -> None:
+    optree.register_pytree_node(nodetype, flatten, unflatten, namespace=_NAMESPACE)
     if flatten_with_keys is None:
         optree.register_pytree_node(
             nodetype,
