@@ -775,3 +775,22 @@ def test_vmap_over_scale_closed_into_grad():
     g = lambda s: lc.grad(lambda a: P.total(P.mul(s, P.sin(a))))(x)
     out = check_vmap(g, (scales,))
     np.testing.assert_allclose(out, scales[:, None] * np.cos(x)[None], rtol=1e-5)
+
+
+def test_custom_node_unflatten_sees_only_real_children():
+    # A class that validates its children: vmap must not rebuild it with placeholders
+    # to match in_axes/out_axes (JAX never does).
+    seen = []
+
+    class Box:
+        def __init__(self, x):
+            seen.append(type(x))
+            if not hasattr(x, "shape"):
+                raise TypeError(f"Box holds arrays, got {x!r}")
+            self.x = x
+
+    lc.tree_util.register_pytree_node(Box, lambda b: ((b.x,), None), lambda _, c: Box(c[0]))
+    b = Box(np.arange(3, dtype=np.float32))
+    out = lc.vmap(lambda b, y: Box(P.mul(b.x, y)), in_axes=(0, None), out_axes=0)(b, np.float32(2))
+    np.testing.assert_allclose(out.x, [0, 2, 4])
+    assert object not in seen

@@ -19,7 +19,6 @@ from lamella.core.batching import BatchTrace
 from lamella.core.rules import AxisData, matchaxis, not_mapped
 from lamella.core.trace import TraceTag, aval_of, current_trace, set_current_trace
 from lamella.core.tree_util import (
-    PyTreeDef,
     keystr,
     tree_flatten,
     tree_flatten_with_path,
@@ -32,19 +31,23 @@ def _is_axis_leaf(x: Any) -> bool:
     return x is None
 
 
-def flatten_axes(what: str, tree: PyTreeDef, axes: Any) -> list[int | None]:
-    """Broadcasts an axis spec, a pytree prefix of the values, to one entry per leaf."""
+def flatten_axes(what: str, values: Any, axes: Any) -> list[int | None]:
+    """Broadcasts an axis spec, a pytree prefix of `values`, to one entry per leaf.
+
+    The spec is matched against the values themselves, never against a tree rebuilt
+    with placeholders: a custom node's unflatten only ever sees what the user gave it.
+    """
     axis_leaves, axis_tree = tree_flatten(axes, is_leaf=_is_axis_leaf)
     for a in axis_leaves:
         if a is not None and (not isinstance(a, int) or isinstance(a, bool)):
             raise TypeError(f"{what} must be ints or None, got {a!r} of type "
                             f"{type(a).__name__} in {axes!r}")
-    dummy = tree_unflatten(tree, [object()] * tree.num_leaves)
     try:
-        subtrees = axis_tree.flatten_up_to(dummy)
+        subtrees = axis_tree.flatten_up_to(values)
     except (ValueError, TypeError):
         raise ValueError(f"{what} specification must be a tree prefix of the corresponding "
-                         f"value, got specification {axes!r} for value tree {tree}.") from None
+                         f"value, got specification {axes!r} for value tree "
+                         f"{tree_structure(values)}.") from None
     flat = []
     for axis, subtree in zip(axis_leaves, subtrees):
         flat += [axis] * tree_structure(subtree).num_leaves
@@ -110,7 +113,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                              f"{len(args)} positional arguments to {name}.")
         flat, in_tree = tree_flatten((args, kwargs))
         arg_axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
-        dims = flatten_axes("vmap in_axes", in_tree, (arg_axes, {k: 0 for k in kwargs}))
+        dims = flatten_axes("vmap in_axes", (args, kwargs), (arg_axes, {k: 0 for k in kwargs}))
         labels = _leaf_labels(args, kwargs)
         for i, (x, d) in enumerate(zip(flat, dims)):
             if d is None:
@@ -141,7 +144,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             with set_current_trace(trace):
                 outs = fun(*batched_args, **batched_kwargs)
             flat_outs, out_tree = flatten_outputs(outs, f"vmapped {name}")
-            out_dims = flatten_axes("vmap out_axes", out_tree, out_axes)
+            out_dims = flatten_axes("vmap out_axes", outs, out_axes)
             results = []
             for out, target in zip(flat_outs, out_dims):
                 val, dim = trace.to_batch_info(out)
