@@ -270,3 +270,12 @@ def test_jaxs_remaining_parameters():
     with pytest.raises(ValueError, match="allow_extended_dtype=False"):
         lc.dtypes.canonicalize_dtype(key_dtype)
     assert lc.dtypes.canonicalize_dtype(key_dtype, allow_extended_dtype=True) is key_dtype
+
+
+def test_shape_dtype_struct_like_and_update():
+    s = lc.ShapeDtypeStruct.like(np.ones((2, 3), np.int8))
+    assert s == lc.ShapeDtypeStruct((2, 3), np.int8)
+    assert lc.ShapeDtypeStruct.like(2.0).weak_type
+    assert s.update(shape=(4,)) == lc.ShapeDtypeStruct((4,), np.int8)
+    with pytest.raises(TypeError, match="unexpected fields"):
+        s.update(rank=2)

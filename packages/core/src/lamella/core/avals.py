@@ -90,6 +90,27 @@ class ShapeDtypeStruct:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
 
+    @classmethod
+    def like(cls, x: Any) -> ShapeDtypeStruct:
+        """The shape, dtype and weak type of the array (or scalar, or tracer) `x`.
+
+        >>> ShapeDtypeStruct.like(np.ones((2, 2), np.int8))
+        ShapeDtypeStruct(shape=(2, 2), dtype=int8)
+        """
+        aval = get_aval(x)
+        return cls(aval.shape, aval.dtype, sharding=getattr(x, "sharding", None),
+                   weak_type=aval.weak_type)
+
+    def update(self, **changes: Any) -> ShapeDtypeStruct:
+        """A copy with `shape`, `dtype`, `sharding` or `weak_type` replaced."""
+        fields = dict(shape=self.shape, dtype=self.dtype, sharding=self.sharding,
+                      weak_type=self.weak_type)
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise TypeError(f"ShapeDtypeStruct.update got unexpected fields {sorted(unknown)}")
+        fields.update(changes)
+        return ShapeDtypeStruct(fields.pop("shape"), fields.pop("dtype"), **fields)
+
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
