@@ -38,20 +38,58 @@ def test_constants_become_constvars_and_literals():
     np.testing.assert_array_equal(out[0], big * 2 + 1)
 
 
-def test_sub_jaxprs_are_indented():
+def test_sub_jaxprs_are_indented_and_jit_shares_the_callers_names():
+    # Strings printed by JAX 0.10.2 for the same programs.
     inner = lc.jit(lambda x: cos(sin(x)))
     text = str(lc.make_jaxpr(lambda x: mul(inner(x), x))(np.ones(3, np.float32)))
     assert text == (
         "{ lambda ; a:f32[3]. let\n"
         "    b:f32[3] = jit[\n"
         "      name=<lambda>\n"
-        "      jaxpr={ lambda ; c:f32[3]. let\n"
-        "                d:f32[3] = sin c\n"
-        "                e:f32[3] = cos d\n"
-        "              in (e,) }\n"
+        "      jaxpr={ lambda ; a:f32[3]. let\n"
+        "          c:f32[3] = sin a\n"
+        "          b:f32[3] = cos c\n"
+        "        in (b,) }\n"
         "    ] a\n"
-        "    f:f32[3] = mul b a\n"
+        "    d:f32[3] = mul b a\n"
+        "  in (d,) }")
+    swap = lc.make_jaxpr(lc.jit(lambda x, y: (y, x)))(1.0, 2.0)
+    assert str(swap) == (
+        "{ lambda ; a:f32[] b:f32[]. let\n"
+        "    c:f32[] d:f32[] = jit[\n"
+        "      name=<lambda>\n"
+        "      jaxpr={ lambda ; a:f32[] b:f32[]. let  in (b, a) }\n"
+        "    ] a b\n"
+        "  in (c, d) }")
+
+
+def test_unread_outputs_print_as_underscores():
+    jaxpr = lc.make_jaxpr(lambda x: (sin(x), cos(x))[0])(np.ones(3, np.float32))
+    assert str(jaxpr) == "{ lambda ; a:f32[3]. let b:f32[3] = sin a; _:f32[3] = cos a in (b,) }"
+
+
+def test_jaxprs_used_twice_print_once_up_front():
+    g = lc.jit(lambda y: sin(y))
+    jaxpr = lc.make_jaxpr(lambda x: mul(g(x), g(x)))(np.ones(3, np.float32))
+    assert str(jaxpr) == (
+        "let lambda = { lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) } in\n"
+        "{ lambda ; c:f32[3]. let\n"
+        "    d:f32[3] = jit[name=<lambda> jaxpr=lambda] c\n"
+        "    e:f32[3] = jit[name=<lambda> jaxpr=lambda] c\n"
+        "    f:f32[3] = mul d e\n"
         "  in (f,) }")
+
+
+def test_long_binder_lists_fill_lines_and_empty_bodies_print_as_jax():
+    jaxpr = lc.make_jaxpr(lambda *xs: xs[0])(*[np.ones((100, 200), np.float32)] * 11)
+    assert str(jaxpr) == (
+        "{ lambda ; a:f32[100,200] b:f32[100,200] c:f32[100,200] d:f32[100,200] "
+        "e:f32[100,200]\n"
+        "    f:f32[100,200] g:f32[100,200] h:f32[100,200] i:f32[100,200] j:f32[100,200] "
+        "k:f32[100,200]. let\n"
+        "    \n"
+        "  in (a,) }")
+    assert str(lc.make_jaxpr(lambda x: x)(1.0)) == "{ lambda ; a:f32[]. let  in (a,) }"
 
 
 def test_variable_names_continue_alphabetically():

@@ -286,19 +286,22 @@ def test_linearized_jaxprs_typecheck():
 
 def test_printed_jaxpr_indents_the_branches():
     # Branch 0 is taken for a false predicate, as in JAX.
+    # The string JAX 0.10.2 prints for the same program.
     assert str(lc.make_jaxpr(two_branches)(True, X, Y)) == """\
 { lambda ; a:bool[] b:f32[3] c:f32[3]. let
     d:i32[] = convert_element_type[new_dtype=int32 weak_type=False] a
     e:f32[3] = cond[
-      branches=({ lambda ; f:f32[3] g:f32[3]. let
-                    h:f32[3] = exp f
-                    i:f32[3] = mul g g
-                    j:f32[3] = add h i
-                  in (j,) }
-                { lambda ; k:f32[3] l:f32[3]. let
-                    m:f32[3] = sin k
-                    n:f32[3] = mul m l
-                  in (n,) })
+      branches=(
+        { lambda ; f:f32[3] g:f32[3]. let
+            h:f32[3] = exp f
+            i:f32[3] = mul g g
+            j:f32[3] = add h i
+          in (j,) }
+        { lambda ; k:f32[3] l:f32[3]. let
+            m:f32[3] = sin k
+            n:f32[3] = mul m l
+          in (n,) }
+      )
     ] d b c
   in (e,) }"""
 

@@ -201,9 +201,10 @@ M34, M45 = _operand((3, 4)), _operand((4, 5))
      "dot_general: preferred_element_type int32 is incompatible with inputs of dtype float32"),
     (lambda: D.dot(M34, M45, preferred_element_type=np.float16), TypeError,
      "dot_general: preferred_element_type float16 is narrower than the inputs' dtype float32"),
-    (lambda: D.dot(M34, M34), TypeError, "Incompatible shapes for dot: got (3, 4) and (3, 4)"),
-    (lambda: D.dot(_operand((2, 3, 4)), M45), TypeError,
-     "Incompatible shapes for dot: got (2, 3, 4) and (4, 5)"),
+    (lambda: D.dot(M34, M34), ValueError,
+     "vector-vector products; got lhs_shape=(3, 4) rhs_shape=(3, 4)"),
+    (lambda: D.dot(_operand((2, 3, 4)), M45), ValueError,
+     "vector-vector products; got lhs_shape=(2, 3, 4) rhs_shape=(4, 5)"),
     (lambda: D.batch_matmul(M34, _operand(4)), ValueError,
      "Arguments to batch_matmul must be at least 2D, got 2, 1"),
     (lambda: D.batch_matmul(_operand((2, 3, 4)), M45), ValueError,
@@ -211,7 +212,7 @@ M34, M45 = _operand((3, 4)), _operand((4, 5))
     (lambda: D.dot(M34, M45, precision="fast"), ValueError,
      "Unrecognized precision value 'fast'"),
     (lambda: D.dot(M34, M45, precision=("high",)), ValueError,
-     "precision must be None, a lax.Precision, a string, or a pair of them"),
+     "precision must be None, a lax.Precision, a string, a pair of them"),
 ])
 def test_error_messages(fn, error, message):
     with pytest.raises(error, match=re.escape(message)):

@@ -140,8 +140,11 @@ def test_linear_solve_has_aux():
 
 def test_linear_solve_jaxpr_and_lowering():
     text = str(lc.make_jaxpr(spd_solve)(SPD, B))
-    assert "custom_linear_solve[" in text and "jaxprs=({ lambda" in text
-    assert re.search(r"\n {6}const_lengths=SolveParts\(matvec=1, vecmat=1, solve=1, "
+    # As JAX prints it: the matvec jaxpr (used twice) and the solve jaxpr up front.
+    assert text.startswith("let jaxpr = { lambda ; a:f32[3,3] b:f32[3]. let\n")
+    assert "\nlet jaxpr1 = { lambda ; d:f32[3,3] e:i32[] f:f32[3]" in text
+    assert "custom_linear_solve[" in text and "jaxprs=_LinearSolveTuple(matvec={ lambda" in text
+    assert re.search(r"\n {6}const_lengths=_LinearSolveTuple\(matvec=1, vecmat=1, solve=1, "
                      r"transpose_solve=1\)", text)
     hlo = lc.jit(spd_solve).lower(SPD, B).as_text()
     assert hlo.count("stablehlo.while") == 1  # the solve, inlined

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import lamella.numpy as lnp
-from lamella.core import enable_x64
+from lamella.core import canonicalize_dtype, enable_x64
 from lamella.numpy import dtypes as ldt
 
 # The promotion table, written out from JAX's documented lattice (x64 enabled).
@@ -160,18 +160,16 @@ def test_promote_types_canonicalizes_and_handles_identical():
         assert lnp.promote_types(lnp.float64, "float32") == np.float64
 
 
-def test_dtype():
-    assert lnp.dtype("float64") == np.float32
+def test_dtype_finfo_iinfo_are_jaxs_classes():
+    # As in jax.numpy: NumPy's dtype class (no canonicalization), ml_dtypes' finfo/iinfo.
+    assert lnp.dtype is np.dtype and lnp.dtype("float64") == np.float64
     assert lnp.dtype(lnp.bfloat16) == ml_dtypes.bfloat16
-    assert lnp.dtype(3) == np.int32
-    assert lnp.dtype(3.0) == np.float32
-    assert lnp.dtype(True) == np.bool_
-    assert lnp.dtype(int) == np.int32
-    assert lnp.dtype(np.zeros(2, np.int64)) == np.int32
     assert lnp.dtype(lnp.uint8(3)) == np.uint8
-    with enable_x64():
-        assert lnp.dtype("float64") == np.float64
-        assert lnp.dtype(3) == np.int64
+    assert isinstance(lnp.finfo(lnp.float32), lnp.finfo)
+    assert isinstance(lnp.iinfo(lnp.int8), lnp.iinfo) and lnp.iinfo(lnp.int8).max == 127
+    assert lnp.finfo(lnp.float64).bits == 64  # describes the dtype asked for
+    assert lnp.finfo(lnp.ones(2)).dtype == np.float32
+    assert float(lnp.finfo(lnp.bfloat16).eps) == 2.0 ** -7
 
 
 def test_can_cast():
@@ -234,7 +232,8 @@ def test_finfo_iinfo():
     assert lnp.finfo(np.float32).eps == np.finfo(np.float32).eps
     assert lnp.finfo(lnp.float64).bits == 64
     assert lnp.finfo(lnp.float16(1)).bits == 16
-    assert lnp.finfo(1.0).bits == 32  # a Python float is float32 without x64
+    with pytest.raises(TypeError):  # as in JAX: a Python float is not a dtype
+        lnp.finfo(1.0)
     assert lnp.iinfo(lnp.int8).min == -128
     assert lnp.iinfo(np.uint16).max == 65535
     assert lnp.iinfo(lnp.int32(1)).max == 2 ** 31 - 1
@@ -261,7 +260,7 @@ def test_scalar_types_are_dtype_like_and_build_arrays(name, dt_name):
     assert np.zeros(2, scalar_type).dtype == dt
     for x64 in (False, True):
         with enable_x64(x64):
-            want = lnp.dtype(dt)
+            want = canonicalize_dtype(dt)
             x = scalar_type(3)
             assert x.dtype == want and x.shape == () and not x.weak_type
             assert type(x).__name__ != "ndarray"
@@ -276,8 +275,18 @@ def test_scalar_type_conversions():
     assert bool(lnp.bool_(2.5)) is True
     assert lnp.float32(np.arange(3, dtype=np.float64)).dtype == np.float32
     assert lnp.float16(lnp.int32(7)).dtype == np.float16
-    assert repr(lnp.float32) == "lamella.numpy.float32"
-    assert hash(lnp.float32) == hash(np.dtype("float32"))
+    assert repr(lnp.float32) == "<class 'lamella.numpy.float32'>"
+    assert hash(lnp.float32) == hash(np.float32) and lnp.float32 != "float32"  # as JAX's
+
+
+def test_scalar_types_are_classes_as_in_jax():
+    assert isinstance(lnp.float32, type) and lnp.double is lnp.float64
+    # isinstance asks about NumPy scalars of the type; an Array never is one (as in JAX).
+    assert isinstance(np.float32(1), lnp.float32)
+    assert not isinstance(lnp.float32(1), lnp.float32)
+    assert not isinstance(lnp.ones(2, lnp.float32), lnp.float32)
+    assert lnp.issubdtype(lnp.float32, lnp.floating) and lnp.int4.dtype == ml_dtypes.int4
+    assert lnp.int1.dtype == ml_dtypes.int1 and lnp.uint1.dtype == ml_dtypes.uint1
 
 
 def test_promote_dtypes_keeps_weak_types():

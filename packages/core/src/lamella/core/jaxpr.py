@@ -12,6 +12,8 @@ the same however it was built.
 
 from __future__ import annotations
 
+import re
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -50,8 +52,8 @@ class Literal:
         return f"Literal({self.val!r}:{self.aval.str_short()})"
 
     def pretty(self) -> str:
-        val = self.val.item() if isinstance(self.val, (np.ndarray, np.generic)) else self.val
-        return f"{val!r}:{self.aval.str_short()}"
+        val = str(np.asarray(self.val).item()) if not np.shape(self.val) else "[...]"
+        return f"{val}:{self.aval.str_short()}"
 
 
 Atom = Var | Literal
@@ -86,7 +88,7 @@ class JaxprEqn:
         return JaxprEqn(**fields)
 
     def __repr__(self) -> str:
-        return _pp_eqn(self, _Names(), 0)
+        return _pp_eqn(self, PpContext()).format()
 
 
 class Jaxpr:
@@ -139,7 +141,137 @@ class ClosedJaxpr:
 
 
 # ---------------------------------------------------------------------------
-# Printing.
+# Printing: a small Wadler-Lindig document printer, and jaxprs laid out in it
+# exactly as JAX lays them out (so the same program prints the same text).
+#
+# A document is text, concatenation, an optional line break, a nesting level and
+# a group. A group prints on one line if all of it fits in the rest of the line
+# (only the group is measured, not what follows it); otherwise its own breaks
+# become newlines indented to the enclosing nesting level, and each group inside
+# it decides again.
+
+
+class Doc:
+    """A document for the pretty-printer; `format(width)` lays it out."""
+
+    __slots__ = ()
+
+    def __add__(self, other: Doc) -> Doc:
+        return concat([self, other])
+
+    def format(self, width: int = 80) -> str:
+        return _format(self, width)
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+class _Text(Doc):
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class _Concat(Doc):
+    __slots__ = ("children",)
+
+    def __init__(self, children: Sequence[Doc]):
+        self.children = children
+
+
+class _Break(Doc):
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class _Group(Doc):
+    __slots__ = ("child",)
+
+    def __init__(self, child: Doc):
+        self.child = child
+
+
+class _Nest(Doc):
+    __slots__ = ("indent", "child")
+
+    def __init__(self, indent: int, child: Doc):
+        self.indent = indent
+        self.child = child
+
+
+def text(s: str) -> Doc:
+    return _Text(s)
+
+
+def concat(docs: Sequence[Doc]) -> Doc:
+    return _Concat(list(docs))
+
+
+def brk(s: str = " ") -> Doc:
+    """A line break, printed as `s` when its group fits on the line."""
+    return _Break(s)
+
+
+def group(doc: Doc) -> Doc:
+    return _Group(doc)
+
+
+def nest(indent: int, doc: Doc) -> Doc:
+    return _Nest(indent, doc)
+
+
+def join(sep: Doc, docs: Sequence[Doc]) -> Doc:
+    docs = list(docs)
+    parts: list[Doc] = docs[:1]
+    for d in docs[1:]:
+        parts += [sep, d]
+    return concat(parts)
+
+
+_FLAT, _BROKEN = False, True
+
+
+def _fits(doc: Doc, room: int) -> bool:
+    stack = [doc]
+    while stack and room >= 0:
+        d = stack.pop()
+        if type(d) is _Text or type(d) is _Break:
+            room -= len(d.text)
+        elif type(d) is _Concat:
+            stack.extend(reversed(d.children))
+        else:  # _Group, _Nest: flat, so only their contents matter
+            stack.append(d.child)
+    return room >= 0
+
+
+def _format(doc: Doc, width: int) -> str:
+    out: list[str] = []
+    column = 0
+    stack: list[tuple[int, bool, Doc]] = [(0, _BROKEN, doc)]
+    while stack:
+        indent, mode, d = stack.pop()
+        kind = type(d)
+        if kind is _Text:
+            out.append(d.text)
+            column += len(d.text)
+        elif kind is _Concat:
+            stack.extend((indent, mode, c) for c in reversed(d.children))
+        elif kind is _Nest:
+            stack.append((indent + d.indent, mode, d.child))
+        elif kind is _Break:
+            if mode is _FLAT:
+                out.append(d.text)
+                column += len(d.text)
+            else:
+                out.append("\n" + " " * indent)
+                column = indent
+        else:
+            flat = mode is _FLAT or _fits(d.child, width - column)
+            stack.append((indent, _FLAT if flat else _BROKEN, d.child))
+    return "".join(out)
 
 
 def _alphabetic(n: int) -> str:
@@ -151,83 +283,204 @@ def _alphabetic(n: int) -> str:
     return letters
 
 
-class _Names:
-    def __init__(self) -> None:
-        self.names: dict[Var, str] = {}
+class PpContext:
+    """Variable names while printing one jaxpr: given in order of first appearance,
+    global across nested jaxprs; `_` for outputs never read. Jaxprs that occur more
+    than once (or nested ones over ten equations) print once, up front, by name."""
 
-    def __call__(self, v: Atom) -> str:
-        if isinstance(v, Literal):
-            return v.pretty()
+    def __init__(self, names: dict[Var, str] | None = None) -> None:
+        self.names: dict[Var, str] = dict(names or {})
+        self.shared_jaxprs: dict[Jaxpr, str] = {}
+        self._fresh = 0
+
+    def name(self, v: Var) -> str:
         name = self.names.get(v)
         if name is None:
-            name = self.names[v] = _alphabetic(len(self.names))
+            taken = set(self.shared_jaxprs.values())
+            while (name := _alphabetic(self._fresh)) in taken:
+                self._fresh += 1
+            self._fresh += 1
+            self.names[v] = name
         return name
 
-    def binder(self, v: Var) -> str:
-        return f"{self(v)}:{v.aval.str_short()}"
+    def suggest_same_var_names(self, for_vars: Sequence[Atom], like_vars: Sequence[Atom]
+                               ) -> None:
+        """Names the variables of a called jaxpr after the caller's operands and
+        results, where those are distinct variables (as JAX prints `jit`)."""
+        if len(for_vars) != len(like_vars):
+            return
+        used: set[Var] = set()
+        for for_v, like_v in zip(for_vars, like_vars):
+            if (isinstance(like_v, Var) and like_v not in used and isinstance(for_v, Var)
+                    and for_v not in self.names):
+                used.add(like_v)
+                self.names[for_v] = self.name(like_v)
 
 
-_ONE_LINE_WIDTH = 80
+# Custom layouts of equations: `rule(eqn, context) -> Doc`, usually a call of
+# `pp_eqn(eqn, context, params)` with some params hidden or reformatted.
+pp_eqn_rules: dict[Any, Callable[[JaxprEqn, PpContext], Doc]] = {}
 
 
-def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0) -> str:
-    """Prints a jaxpr; `indent` is the column where it starts (for nesting)."""
-    names = names or _Names()
-    consts = " ".join(map(names.binder, jaxpr.constvars))
-    ins = " ".join(map(names.binder, jaxpr.invars))
-    head = f"{{ lambda {consts}; {ins}. let"
-    eqns = [_pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
-    outs = ", ".join(map(names, jaxpr.outvars))
-    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    one_line = f"{head} {'; '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
-    if indent + len(one_line) <= _ONE_LINE_WIDTH and "\n" not in one_line:
-        return one_line
-    body = "".join(f"\n{' ' * (indent + 4)}{e}" for e in eqns)
-    return f"{head}{body}\n{' ' * (indent + 2)}in {outs} }}"
+def pp_atom(v: Atom, context: PpContext) -> str:
+    if isinstance(v, Literal):
+        return v.pretty()
+    return context.name(v)
 
 
-def _pp_eqn(eqn: JaxprEqn, names: _Names, indent: int) -> str:
-    lhs = " ".join(map(names.binder, eqn.outvars))
-    rhs_args = " ".join(map(names, eqn.invars))
-    params = eqn.primitive.pp_params(eqn.params)
-    has_jaxpr = any(_contains_jaxpr(v) for _, v in params)
-    name = eqn.primitive.name
+def _pp_vars(vs: Sequence[Atom], context: PpContext, separator: str = "",
+             binders: bool = False) -> Doc:
+    items = [text(f"{context.name(v)}:{v.aval.str_short()}") if binders
+             else text(pp_atom(v, context)) for v in vs]
+    return nest(2, group(join(text(separator) + group(brk()), items)))
+
+
+def pp_eqn(eqn: JaxprEqn, context: PpContext,
+           params: Sequence[tuple[str, Any]] | None = None) -> Doc:
+    """An equation with the given params (by default all, sorted)."""
+    if params is None:
+        params = eqn.primitive.pp_params(eqn.params)
+    lhs = _pp_vars(eqn.outvars, context, binders=True)
+    rhs = [text(eqn.primitive.name), _pp_kv_pairs(params, context),
+           text(" ") + _pp_vars(eqn.invars, context)]
+    return concat([lhs, text(" = "), *rhs]) if eqn.outvars else concat(rhs)
+
+
+def _pp_broadcast_in_dim(eqn: JaxprEqn, context: PpContext) -> Doc:
+    # The shape is the binder's type; trivial broadcast dimensions are not shown.
+    dims = eqn.params["broadcast_dimensions"]
+    return pp_eqn(eqn, context, [("broadcast_dimensions", dims)] if dims else [])
+
+
+def _structural_rules() -> dict[Any, Callable[[JaxprEqn, PpContext], Doc]]:
+    # Core's structural primitives are declared in a module that imports this one,
+    # so their layouts are looked up when equations print.
+    from lamella.core.rules import broadcast_in_dim_p
+    return {broadcast_in_dim_p: _pp_broadcast_in_dim}
+
+
+def _pp_eqn(eqn: JaxprEqn, context: PpContext) -> Doc:
+    rule = pp_eqn_rules.get(eqn.primitive) or _structural_rules().get(eqn.primitive)
+    if rule is not None:
+        return rule(eqn, context)
+    if eqn.primitive.name == "jit":
+        _share_call_names(eqn, context)
+    return pp_eqn(eqn, context)
+
+
+def _share_call_names(eqn: JaxprEqn, context: PpContext) -> None:
+    closed = eqn.params.get("jaxpr")
+    inner = closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed
+    if isinstance(inner, Jaxpr) and inner not in context.shared_jaxprs:
+        context.suggest_same_var_names(inner.invars, eqn.invars)
+        context.suggest_same_var_names(inner.outvars, eqn.outvars)
+
+
+def _pp_kv_pairs(params: Sequence[tuple[str, Any]], context: PpContext) -> Doc:
     if not params:
-        rhs = f"{name} {rhs_args}" if rhs_args else name
-    elif not has_jaxpr:
-        rhs = f"{name}[{' '.join(f'{k}={_pp_param(v, names, 0)}' for k, v in params)}]"
-        rhs = f"{rhs} {rhs_args}" if rhs_args else rhs
-    else:
-        inner = indent + 2
-        lines = "".join(f"\n{' ' * inner}{k}={_pp_param(v, names, inner + len(k) + 1)}"
-                        for k, v in params)
-        rhs = f"{name}[{lines}\n{' ' * indent}] {rhs_args}".rstrip()
-    return f"{lhs} = {rhs}" if lhs else rhs
+        return concat([])
+    pairs = [text(f"{k}=") + _pp_param(v, context) for k, v in params]
+    return group(concat([nest(2, concat([text("["), brk(""), join(brk(), pairs)])),
+                         brk(""), text("]")]))
 
 
-def _contains_jaxpr(value: Any) -> bool:
+def _pp_param(value: Any, context: PpContext) -> Doc:
     if isinstance(value, (Jaxpr, ClosedJaxpr)):
-        return True
-    return isinstance(value, tuple) and any(_contains_jaxpr(v) for v in value)
+        return _pp_jaxpr(_open(value), context)
+    if type(value) is tuple and value and all(isinstance(v, (Jaxpr, ClosedJaxpr))
+                                              for v in value):
+        docs = [_pp_jaxpr(_open(v), context) for v in value]
+        return group(concat([nest(2, concat([text("("), brk(""), join(brk(), docs)])),
+                             brk(""), text(")")]))
+    return text(_param_text(value))
 
 
-def _pp_param(value: Any, names: _Names, indent: int) -> str:
-    if isinstance(value, ClosedJaxpr):
-        return pp_jaxpr(value.jaxpr, names, indent)
-    if isinstance(value, Jaxpr):
-        return pp_jaxpr(value, names, indent)
-    if isinstance(value, tuple) and _contains_jaxpr(value):
-        parts = [_pp_param(v, names, indent + 1) for v in value]
-        return "(" + f"\n{' ' * (indent + 1)}".join(parts) + ")"
-    if isinstance(value, np.dtype):
-        return value.name
+def _param_text(value: Any) -> str:
     if isinstance(value, type) and issubclass(value, np.generic):
         return np.dtype(value).name
     if isinstance(value, ShapedArray):
         return value.str_short()
-    if callable(value) and hasattr(value, "__name__"):
+    if isinstance(value, frozenset):
+        return f"frozenset({{{', '.join(repr(e) for e in sorted(value))}}})"
+    if callable(value) and hasattr(value, "__name__") and not isinstance(value, type):
         return value.__name__
-    return str(value)
+    return re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)),
+                  str(value))
+
+
+def _open(jaxpr: Jaxpr | ClosedJaxpr) -> Jaxpr:
+    return jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+
+
+def _pp_jaxpr(jaxpr: Jaxpr, context: PpContext) -> Doc:
+    shared = context.shared_jaxprs.get(jaxpr)
+    if shared is not None:
+        return text(shared)
+    return _pp_skeleton(jaxpr, context)
+
+
+def _pp_skeleton(jaxpr: Jaxpr, context: PpContext) -> Doc:
+    constvars = _pp_vars(jaxpr.constvars, context, binders=True)
+    invars = _pp_vars(jaxpr.invars, context, binders=True)
+    eqns = join(brk("; "), [_pp_eqn(e, context) for e in jaxpr.eqns])
+    outvars = concat([text("("), _pp_vars(jaxpr.outvars, context, separator=","),
+                      text(",)" if len(jaxpr.outvars) == 1 else ")")])
+    return group(concat([nest(2, concat([
+        text("{ lambda "), constvars, text("; "), invars, text(". let"),
+        nest(2, brk() + eqns), brk(), text("in "), outvars])), text(" }")]))
+
+
+def _unread_outvars(jaxpr: Jaxpr) -> dict[Var, str]:
+    """`_` for every equation output that nothing reads (JAX's dropped variables)."""
+    read = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    names = {}
+    for eqn in reversed(jaxpr.eqns):
+        for v in eqn.outvars:
+            if v not in read:
+                names[v] = "_"
+        read.update(v for v in eqn.invars if isinstance(v, Var))
+    return names
+
+
+def _share_jaxprs(top: Jaxpr, context: PpContext) -> list[tuple[str, Jaxpr]]:
+    """Names jaxprs that occur more than once, or nested ones of more than ten
+    equations (counted twice), after the call that names them (`jaxpr` if none)."""
+    counts: dict[Jaxpr, int] = {}
+    suggested: dict[Jaxpr, str] = {}
+    queue = deque([top])
+    while queue:
+        jaxpr = queue.popleft()
+        counts[jaxpr] = counts.get(jaxpr, 0) + (2 if jaxpr is not top
+                                                and len(jaxpr.eqns) > 10 else 1)
+        for eqn in jaxpr.eqns:
+            name = eqn.params.get("name")
+            for sub in map(_open, eqn.primitive.subjaxprs(eqn.params)):
+                queue.append(sub)
+                if isinstance(name, str):
+                    suggested.setdefault(sub, name.strip("<>"))
+    used: dict[str, int] = {}
+    shared = []
+    for jaxpr, count in counts.items():
+        if count == 1:
+            continue
+        name = suggested.get(jaxpr, "jaxpr")
+        seen = used.get(name, 0)
+        used[name] = seen + 1
+        if seen:
+            name += str(seen)
+            used[name] = used.get(name, 0) + 1
+        context.shared_jaxprs[jaxpr] = name
+        shared.append((name, jaxpr))
+    return shared
+
+
+def pp_jaxpr(jaxpr: Jaxpr, context: PpContext | None = None, width: int = 80) -> str:
+    """The printed form of a jaxpr, as JAX prints it."""
+    context = context or PpContext(_unread_outvars(jaxpr))
+    docs = [concat([text(f"let {name} = "), _pp_skeleton(shared, context), text(" in"),
+                    brk()]) for name, shared in _share_jaxprs(jaxpr, context)]
+    docs.append(_pp_jaxpr(jaxpr, context))
+    return concat(docs).format(width)
 
 
 # ---------------------------------------------------------------------------
@@ -250,18 +503,21 @@ def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
                                      f"value of type {aval.str_short()}")
         jaxpr = jaxpr.jaxpr
     defined: set[Var] = set()
-    names = _Names()
-    text = pp_jaxpr(jaxpr, names)  # names every variable, so messages match the printout
+    context = PpContext()
+    printed = pp_jaxpr(jaxpr, context)  # names every variable, so messages match it
+
+    def binder(v: Var) -> str:
+        return f"{context.name(v)}:{v.aval.str_short()}"
 
     def define(v: Var, where: str) -> None:
         if v in defined:
-            raise JaxprTypeError(f"Variable {names.binder(v)} defined twice ({where}) in\n{text}")
+            raise JaxprTypeError(f"Variable {binder(v)} defined twice ({where}) in\n{printed}")
         defined.add(v)
 
     def read(v: Atom, where: str) -> ShapedArray:
         if isinstance(v, Var) and v not in defined:
-            raise JaxprTypeError(f"Variable {names.binder(v)} used before it is defined "
-                                 f"({where}) in\n{text}")
+            raise JaxprTypeError(f"Variable {binder(v)} used before it is defined "
+                                 f"({where}) in\n{printed}")
         return v.aval
 
     for v in jaxpr.constvars:
@@ -269,7 +525,8 @@ def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
     for v in jaxpr.invars:
         define(v, "invar")
     for eqn in jaxpr.eqns:
-        where = f"equation `{_pp_eqn(eqn, names, 0)}` from {describe(eqn.source_info)}"
+        where = (f"equation `{_pp_eqn(eqn, context).format()}` from "
+                 f"{describe(eqn.source_info)}")
         in_avals = [read(v, where) for v in eqn.invars]
         for sub in eqn.primitive.subjaxprs(eqn.params):
             check_jaxpr(sub)

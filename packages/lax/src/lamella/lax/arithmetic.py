@@ -5,6 +5,7 @@ its shape rule, JVP (or linearity and transpose), batching and lowering."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -26,7 +27,10 @@ from lamella.lax.standard import (
     SINT,
     binary_op,
     check_dtypes,
+    defjvp,
+    maybe_broadcast,
     naryop,
+    unbroadcast,
     unop,
 )
 
@@ -77,34 +81,58 @@ sub = binary_op(sub_p)
 def _add_jvp(primals, tangents):
     x, y = primals
     tx, ty = tangents
-    return add(x, y), ad.add_tangents(tx, ty)
+    out = add(x, y)
+    shape = aval_of(out).shape
+    if type(tx) is ad.Zero and type(ty) is ad.Zero:
+        return out, ad.Zero.from_primal_value(out)
+    if type(tx) is ad.Zero:
+        return out, maybe_broadcast(shape, ty)
+    if type(ty) is ad.Zero:
+        return out, maybe_broadcast(shape, tx)
+    return out, add(tx, ty)
 
 
 def _sub_jvp(primals, tangents):
     x, y = primals
     tx, ty = tangents
-    if type(ty) is not ad.Zero:
-        ty = neg(ty)
-    return sub(x, y), ad.add_tangents(tx, ty)
+    out = sub(x, y)
+    shape = aval_of(out).shape
+    if type(tx) is ad.Zero and type(ty) is ad.Zero:
+        return out, ad.Zero.from_primal_value(out)
+    if type(tx) is ad.Zero:
+        return out, maybe_broadcast(shape, neg(ty))
+    if type(ty) is ad.Zero:
+        return out, maybe_broadcast(shape, tx)
+    return out, sub(tx, ty)
+
+
+def _linear_operand_ct(ct, operand, transform=None):
+    """The cotangent of a linear operand: `transform(ct)` summed over broadcast axes;
+    None for an operand that is not linear (a known primal)."""
+    if not ad.is_undefined_primal(operand):
+        return None
+    if type(ct) is ad.Zero:
+        return ad.Zero(operand.aval)
+    return unbroadcast(operand.aval, transform(ct) if transform else ct)
 
 
 ad.primitive_jvps[add_p] = _add_jvp
 ad.primitive_jvps[sub_p] = _sub_jvp
 ad.primitive_transposes[add_p] = lambda ct, x, y: [
-    ct if ad.is_undefined_primal(x) else None, ct if ad.is_undefined_primal(y) else None]
+    _linear_operand_ct(ct, x), _linear_operand_ct(ct, y)]
 ad.primitive_transposes[sub_p] = lambda ct, x, y: [
-    ct if ad.is_undefined_primal(x) else None, neg(ct) if ad.is_undefined_primal(y) else None]
+    _linear_operand_ct(ct, x), _linear_operand_ct(ct, y, neg)]
 
 # --- mul ----------------------------------------------------------------------
 mul_p = naryop("mul", NUMBER, hlo.multiply)
 mul = binary_op(mul_p)
-ad.defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
 
 
 def _mul_transpose(ct, x, y):
     if ad.is_undefined_primal(x):
-        return [mul(ct, y), None]
-    return [None, mul(x, ct)]
+        return [_linear_operand_ct(ct, x, lambda ct: mul(ct, y)), None]
+    return [None, _linear_operand_ct(ct, y, lambda ct: mul(x, ct))]
 
 
 ad.primitive_transposes[mul_p] = _mul_transpose
@@ -137,14 +165,14 @@ def _guarded_integer_division(op: Callable, by_zero: str) -> Callable:
 
 div_p = naryop("div", NUMBER, _guarded_integer_division(hlo.divide, "all ones"))
 div = binary_op(div_p)
-ad.defjvp(div_p, lambda t, x, y: div(t, y),
-          lambda t, x, y: mul(neg(t), div(x, mul(y, y))))
+defjvp(div_p, lambda t, x, y: div(t, y),
+       lambda t, x, y: mul(neg(t), div(x, mul(y, y))))
 
 
 def _div_transpose(ct, x, y):
     if ad.is_undefined_primal(y):
         raise TypeError("div is linear only in its numerator")
-    return [div(ct, y), None]
+    return [_linear_operand_ct(ct, x, lambda ct: div(ct, y)), None]
 
 
 ad.primitive_transposes[div_p] = _div_transpose
@@ -160,7 +188,7 @@ def _trunc_div(x, y):
     return mul(sign(q), floor(mul(sign(q), q)))
 
 
-ad.defjvp(rem_p, lambda t, x, y: t, lambda t, x, y: mul(neg(t), _trunc_div(x, y)))
+defjvp(rem_p, lambda t, x, y: t, lambda t, x, y: mul(neg(t), _trunc_div(x, y)))
 
 # --- integer_pow --------------------------------------------------------------
 integer_pow_p = unop("integer_pow", NUMBER, lambda x, *, y: _integer_pow_lowering(x, y))
@@ -252,14 +280,14 @@ min = binary_op(min_p)
 
 def _balanced_eq(x, z, y):
     """1 where x is the max/min (0.5 at ties, so gradients split evenly)."""
-    one, half, zero = (full_like(x, v) for v in (1, 0.5, 0))
+    one, half, zero = (full_like(z, v) for v in (1, 0.5, 0))
     return select(eq(x, z), select(eq(y, z), half, one), zero)
 
 
-ad.defjvp(max_p, lambda t, x, y: mul(t, _balanced_eq(x, max(x, y), y)),
-          lambda t, x, y: mul(t, _balanced_eq(y, max(x, y), x)))
-ad.defjvp(min_p, lambda t, x, y: mul(t, _balanced_eq(x, min(x, y), y)),
-          lambda t, x, y: mul(t, _balanced_eq(y, min(x, y), x)))
+defjvp(max_p, lambda t, x, y: mul(t, _balanced_eq(x, max(x, y), y)),
+       lambda t, x, y: mul(t, _balanced_eq(y, max(x, y), x)))
+defjvp(min_p, lambda t, x, y: mul(t, _balanced_eq(x, min(x, y), y)),
+       lambda t, x, y: mul(t, _balanced_eq(y, min(x, y), x)))
 
 # --- complex parts: real, imag, conj, complex ------------------------------------
 def _real_dtype(dtype: np.dtype) -> np.dtype:
@@ -310,7 +338,9 @@ register_lowering(conj_p, _conj_lowering)
 ad.deflinear(real_p, lambda ct: [complex(ct, ad.zeros_like_aval(aval_of(ct)))])
 ad.deflinear(imag_p, lambda ct: [complex(ad.zeros_like_aval(aval_of(ct)), neg(ct))])
 ad.deflinear2(conj_p, lambda ct, x: [conj(ct) if x.aval.dtype.kind == "c" else real(ct)])
-ad.deflinear(complex_p, lambda ct: [real(ct), neg(imag(ct))])
+ad.primitive_jvps[complex_p] = partial(ad.linear_jvp, complex_p)
+ad.primitive_transposes[complex_p] = lambda ct, x, y: [
+    _linear_operand_ct(ct, x, real), _linear_operand_ct(ct, y, lambda ct: neg(imag(ct)))]
 
 __all__ = ["abs", "abs_p", "add", "add_p", "complex", "complex_p", "conj", "conj_p", "div",
            "div_p", "imag", "imag_p", "integer_pow", "integer_pow_p", "max", "max_p", "min",

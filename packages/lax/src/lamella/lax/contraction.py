@@ -1,4 +1,5 @@
-"""Tensor contraction: dot_general, its wrappers dot and batch_matmul, and Precision.
+"""Tensor contraction: dot_general, its wrappers dot and batch_matmul, Precision
+and the dot algorithms (DotAlgorithm, DotAlgorithmPreset) that `precision=` accepts.
 
 `dot_general(lhs, rhs, ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)))`
 multiplies over the batch dimensions, sums over the contracting ones, and lays
@@ -12,20 +13,31 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes
 from lamella.core.config import config
+from lamella.core.jaxpr import pp_eqn, pp_eqn_rules
 from lamella.core.structural import transpose
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.lowering import aval_to_ir_type, hlo, ir, register_lowering
-from lamella.lax.standard import BOOL, COMPLEX, FLOAT, INT, check_dtypes, standard_primitive
+from lamella.lax.mlir_context import element_type
+from lamella.lax.standard import (
+    BOOL,
+    COMPLEX,
+    FLOAT,
+    INT,
+    check_dtypes,
+    check_out_sharding,
+    standard_primitive,
+)
 
-__all__ = ["DotDimensionNumbers", "Precision", "PrecisionLike", "batch_matmul",
-           "canonicalize_precision", "dot", "dot_general", "dot_general_p"]
+__all__ = ["DotAlgorithm", "DotAlgorithmPreset", "DotDimensionNumbers", "Precision",
+           "PrecisionLike", "batch_matmul", "canonicalize_precision", "dot", "dot_general",
+           "dot_general_p"]
 
 
 class Precision(enum.Enum):
@@ -60,26 +72,153 @@ class Precision(enum.Enum):
         return self.name
 
 
-PrecisionLike = None | str | Precision | tuple[str | Precision, str | Precision]
+class DotAlgorithm(NamedTuple):
+    """A dot product algorithm, for `precision=`: operands are rounded to the precision
+    types and products accumulate in `accumulation_type` (the result's dtype unless
+    `preferred_element_type` says otherwise).
+
+    On CPU the algorithms with one type throughout and no decomposition (f16, f32 or
+    f64) are computed exactly so; others raise a ValueError.
+
+    >>> DotAlgorithm(np.float16, np.float16, np.float32).accumulation_type
+    <class 'numpy.float32'>
+    """
+
+    lhs_precision_type: Any
+    rhs_precision_type: Any
+    accumulation_type: Any
+    lhs_component_count: int = 1
+    rhs_component_count: int = 1
+    num_primitive_operations: int = 1
+    allow_imprecise_accumulation: bool = False
+
+
+class DotAlgorithmPreset(enum.Enum):
+    """Named dot algorithms (`LHS_RHS_ACCUMULATOR`, `_X3` etc. for emulation by several
+    products), for `precision=`; also accepted by name, `precision="F32_F32_F32"`.
+
+    >>> DotAlgorithmPreset.BF16_BF16_F32.accumulation_type
+    <class 'numpy.float32'>
+    """
+
+    DEFAULT = enum.auto()
+    ANY_F8_ANY_F8_F32 = enum.auto()
+    ANY_F8_ANY_F8_F32_FAST_ACCUM = enum.auto()
+    ANY_F8_ANY_F8_ANY = enum.auto()
+    ANY_F8_ANY_F8_ANY_FAST_ACCUM = enum.auto()
+    F16_F16_F16 = enum.auto()
+    F16_F16_F32 = enum.auto()
+    BF16_BF16_BF16 = enum.auto()
+    BF16_BF16_F32 = enum.auto()
+    BF16_BF16_F32_X3 = enum.auto()
+    BF16_BF16_F32_X6 = enum.auto()
+    BF16_BF16_F32_X9 = enum.auto()
+    TF32_TF32_F32 = enum.auto()
+    TF32_TF32_F32_X3 = enum.auto()
+    F32_F32_F32 = enum.auto()
+    F64_F64_F64 = enum.auto()
+
+    def __repr__(self) -> str:
+        return f"DotAlgorithmPreset.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def supported_lhs_types(self) -> tuple[Any, ...] | None:
+        """The operand dtypes the algorithm computes in (operands of other dtypes are
+        converted to the first); None: any."""
+        name = self.name
+        if name == "DEFAULT" or name.startswith("ANY_F8"):
+            return None
+        if name.startswith("F16"):
+            return (np.float16,)
+        if name in ("BF16_BF16_BF16", "BF16_BF16_F32"):
+            return (dtypes.bfloat16, np.float32)
+        if name == "F64_F64_F64":
+            return (np.float64,)
+        return (np.float32,)
+
+    @property
+    def supported_rhs_types(self) -> tuple[Any, ...] | None:
+        return self.supported_lhs_types
+
+    @property
+    def accumulation_type(self) -> Any:
+        """The dtype products accumulate in; None: the result's."""
+        name = self.name
+        if name in ("DEFAULT", "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM"):
+            return None
+        return {"F16_F16_F16": np.float16, "BF16_BF16_BF16": dtypes.bfloat16,
+                "F64_F64_F64": np.float64}.get(name, np.float32)
+
+
+PrecisionLike = (None | str | Precision | tuple[str | Precision, str | Precision]
+                 | DotAlgorithm | DotAlgorithmPreset)
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
                             tuple[Sequence[int], Sequence[int]]]
 
 
-def canonicalize_precision(precision: PrecisionLike) -> tuple[Precision, Precision] | None:
-    """None, or one Precision per operand; None takes `default_matmul_precision` from config.
+CanonicalPrecision = tuple[Precision, Precision] | DotAlgorithm | DotAlgorithmPreset | None
+
+
+def canonicalize_precision(precision: PrecisionLike) -> CanonicalPrecision:
+    """None, one Precision per operand, or a dot algorithm; None takes
+    `default_matmul_precision` from config. Strings name a Precision or a preset.
 
     >>> canonicalize_precision("highest")
     (Precision.HIGHEST, Precision.HIGHEST)
+    >>> canonicalize_precision("F32_F32_F32")
+    DotAlgorithmPreset.F32_F32_F32
     """
     if precision is None:
         default = config.read("default_matmul_precision")
-        return None if default is None else (Precision(default),) * 2
+        return None if default is None else canonicalize_precision(default)
+    if isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+        return precision
+    if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
+        return DotAlgorithmPreset[precision]
     if isinstance(precision, (str, Precision)):
         return (Precision(precision),) * 2
     if isinstance(precision, (tuple, list)) and len(precision) == 2:
         return Precision(precision[0]), Precision(precision[1])
-    raise ValueError(f"precision must be None, a lax.Precision, a string, or a pair of them "
-                     f"(one per operand), got {precision!r}")
+    raise ValueError(f"precision must be None, a lax.Precision, a string, a pair of them "
+                     f"(one per operand), a DotAlgorithm or a DotAlgorithmPreset, got "
+                     f"{precision!r}")
+
+
+# Presets XLA's CPU backend computes. The algorithm attribute (operand types,
+# accumulator, products) goes to XLA for those it implements, on float32 operands;
+# the others are plain products in the algorithm's types.
+_CPU_PRESETS = {"DEFAULT", "F16_F16_F16", "F32_F32_F32", "F64_F64_F64", "BF16_BF16_F32",
+                "BF16_BF16_F32_X3", "BF16_BF16_F32_X6"}
+_CPU_ALGORITHM_ATTRIBUTES = {
+    "F32_F32_F32": (np.float32, 1), "BF16_BF16_F32": (dtypes.bfloat16, 1),
+    "BF16_BF16_F32_X3": (dtypes.bfloat16, 3), "BF16_BF16_F32_X6": (dtypes.bfloat16, 6)}
+
+
+def _algorithm_types(algorithm, lhs_dtype: np.dtype, out_dtype: np.dtype
+                     ) -> tuple[np.dtype, np.dtype]:
+    """(operand compute dtype, accumulation dtype) of a dot algorithm."""
+    if isinstance(algorithm, DotAlgorithm):
+        return (np.dtype(algorithm.lhs_precision_type), np.dtype(algorithm.accumulation_type))
+    supported = algorithm.supported_lhs_types
+    compute = lhs_dtype if supported is None or lhs_dtype in map(np.dtype, supported) \
+        else np.dtype(supported[0])
+    accumulation = algorithm.accumulation_type
+    return compute, out_dtype if accumulation is None else np.dtype(accumulation)
+
+
+def _check_cpu_algorithm(algorithm) -> None:
+    if isinstance(algorithm, DotAlgorithmPreset):
+        supported = algorithm.name in _CPU_PRESETS
+    else:
+        types = {np.dtype(t) for t in algorithm[:3]}
+        supported = (len(types) == 1 and types <= {np.dtype(np.float16), np.dtype(np.float32),
+                                                   np.dtype(np.float64)}
+                     and algorithm[3:] == (1, 1, 1, False))
+    if not supported:
+        raise ValueError(f"The precision '{algorithm}' is not supported by dot_general on CPU")
 
 
 def _canonical_dimension_numbers(dimension_numbers: Any):
@@ -103,7 +242,8 @@ dot_general_p = standard_primitive("dot_general")
 
 
 def dot_general(lhs: Any, rhs: Any, dimension_numbers: DotDimensionNumbers,
-                precision: PrecisionLike = None, preferred_element_type: Any = None) -> Any:
+                precision: PrecisionLike = None, preferred_element_type: Any = None, *,
+                out_sharding: Any = None) -> Any:
     """Contracts `lhs` with `rhs` over the contracting dimensions, elementwise over
     the batch dimensions: the result has the batch dimensions, then the free
     dimensions of lhs, then those of rhs.
@@ -118,6 +258,7 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: DotDimensionNumbers,
     >>> dot_general(x, y, (((2,), (1,)), ((0,), (0,)))).shape
     (2, 3, 5)
     """
+    check_out_sharding("dot_general", out_sharding)
     preferred = None if preferred_element_type is None \
         else dtypes.canonicalize_dtype(preferred_element_type)
     return dot_general_p.bind(lhs, rhs,
@@ -270,7 +411,19 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                           preferred_element_type):
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
     aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
-    if aval_in.dtype.kind in "biu" and aval_out.dtype.kind not in "biu":
+    accumulation, algorithm = aval_out.dtype, {}
+    if isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+        _check_cpu_algorithm(precision)
+        compute, accumulation = _algorithm_types(precision, aval_in.dtype, aval_out.dtype)
+        lhs, rhs = (x if a.dtype == compute else hlo.convert(
+            aval_to_ir_type(a.update(dtype=compute)), x) for a, x in zip(ctx.avals_in, (lhs, rhs)))
+        attribute = _CPU_ALGORITHM_ATTRIBUTES.get(str(precision))
+        if attribute is not None and aval_in.dtype == np.float32:
+            operand_type, products = element_type(np.dtype(attribute[0])), attribute[1]
+            algorithm["algorithm"] = hlo.DotAlgorithm.get(
+                operand_type, operand_type, element_type(accumulation), 1, 1, products, False)
+        precision = None
+    elif aval_in.dtype.kind in "biu" and aval_out.dtype.kind not in "biu":
         # Integers accumulating in floats: convert first (exact for the products),
         # since XLA's dot takes operands and result of one kind.
         lhs, rhs = (hlo.convert(aval_to_ir_type(a.update(dtype=aval_out.dtype)), x)
@@ -281,36 +434,54 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
         rhs_contracting_dimensions=list(rhs_contract))
     config = None if precision is None else ir.ArrayAttr.get(
         [hlo.PrecisionAttr.get(p.name) for p in precision])
-    return [hlo.dot_general(aval_to_ir_type(aval_out), lhs, rhs, numbers,
-                            precision_config=config)]
+    out = hlo.dot_general(aval_to_ir_type(aval_out.update(dtype=accumulation)), lhs, rhs,
+                          numbers, precision_config=config, **algorithm)
+    if accumulation != aval_out.dtype:
+        out = hlo.convert(aval_to_ir_type(aval_out), out)
+    return [out]
+
+
+def _pp_dot_general(eqn, context):
+    # Nones hidden, dimension numbers as lists (shorter), as JAX prints them.
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    shown = [("dimension_numbers", ((list(lc), list(rc)), (list(lb), list(rb))))]
+    shown += [(k, v) for k, v in sorted(eqn.params.items())
+              if k != "dimension_numbers" and v is not None]
+    return pp_eqn(eqn, context, shown)
 
 
 ad.defjvp(dot_general_p, _dot_general_jvp_lhs, _dot_general_jvp_rhs)
 ad.primitive_transposes[dot_general_p] = _dot_general_transpose
 batching.primitive_batchers[dot_general_p] = _dot_general_batch
 register_lowering(dot_general_p, _dot_general_lowering)
+pp_eqn_rules[dot_general_p] = _pp_dot_general
 
 
 # --- wrappers ---------------------------------------------------------------------------
 
 
-def dot(lhs: Any, rhs: Any, precision: PrecisionLike = None,
-        preferred_element_type: Any = None) -> Any:
-    """Vector-vector, matrix-vector, vector-matrix or matrix-matrix product: the last
-    axis of `lhs` contracts with the first of `rhs`, each of rank 1 or 2.
+def dot(lhs: Any, rhs: Any, *, dimension_numbers: DotDimensionNumbers | None = None,
+        precision: PrecisionLike = None, preferred_element_type: Any = None,
+        out_sharding: Any = None) -> Any:
+    """A contraction: without `dimension_numbers`, the vector-vector, matrix-vector,
+    vector-matrix or matrix-matrix product (the last axis of `lhs` with the first of
+    `rhs`, each of rank 1 or 2); with them, `dot_general`.
 
     >>> import numpy as np
     >>> dot(np.ones((2, 3), np.float32), np.ones(3, np.float32))
     Array([3., 3.], dtype=float32)
     """
-    lhs_shape, rhs_shape = aval_of(lhs).shape, aval_of(rhs).shape
-    if not (1 <= len(lhs_shape) <= 2 and 1 <= len(rhs_shape) <= 2
-            and lhs_shape[-1] == rhs_shape[0]):
-        raise TypeError(f"Incompatible shapes for dot: got {lhs_shape} and {rhs_shape} (dot "
-                        "takes vectors or matrices whose inner sizes agree; use dot_general "
-                        "for other ranks)")
-    return dot_general(lhs, rhs, (((len(lhs_shape) - 1,), (0,)), ((), ())),
-                       precision=precision, preferred_element_type=preferred_element_type)
+    if dimension_numbers is None:
+        lhs_shape, rhs_shape = aval_of(lhs).shape, aval_of(rhs).shape
+        if not (1 <= len(lhs_shape) <= 2 and 1 <= len(rhs_shape) <= 2
+                and lhs_shape[-1] == rhs_shape[0]):
+            raise ValueError("lax.dot: dimension_numbers must be specified when not "
+                             "performing simple un-batched matrix-matrix, matrix-vector, or "
+                             f"vector-vector products; got lhs_shape={lhs_shape} "
+                             f"rhs_shape={rhs_shape}")
+        dimension_numbers = (((len(lhs_shape) - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision=precision,
+                       preferred_element_type=preferred_element_type, out_sharding=out_sharding)
 
 
 def batch_matmul(lhs: Any, rhs: Any, precision: PrecisionLike = None) -> Any:

@@ -8,7 +8,7 @@ import numpy as np
 
 from lamella.core import ad
 from lamella.lax.lowering import chlo, hlo
-from lamella.lax.standard import FLOAT, broadcast_operands, naryop, unop
+from lamella.lax.standard import FLOAT, naryop, unop
 
 
 class RoundingMethod(enum.IntEnum):
@@ -51,4 +51,4 @@ def is_finite(x):
 
 def nextafter(x1, x2):
     """The next representable float after x1 in the direction of x2."""
-    return nextafter_p.bind(*broadcast_operands("nextafter", x1, x2))
+    return nextafter_p.bind(x1, x2)

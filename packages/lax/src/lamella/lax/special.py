@@ -50,7 +50,14 @@ from lamella.lax.lowering import (
     register_lowering,
 )
 from lamella.lax.rounding import is_finite
-from lamella.lax.standard import FLOAT, broadcast_operands, naryop, unop
+from lamella.lax.standard import (
+    FLOAT,
+    broadcast_all,
+    broadcast_to_result,
+    defjvp,
+    naryop,
+    unop,
+)
 from lamella.lax.transcendental import exp, expm1, log, sqrt
 
 __all__ = ["bessel_i0e", "bessel_i0e_p", "bessel_i1e", "bessel_i1e_p", "digamma", "digamma_p",
@@ -70,14 +77,6 @@ def _not_differentiable(name: str, operand: str):
         raise NotImplementedError(f"{name} is not differentiable with respect to `{operand}`; "
                                   "differentiate with respect to the other operand only.")
     return jvp
-
-
-def _binary(prim, doc: str):
-    def op(x, y):
-        return prim.bind(*broadcast_operands(prim.name, x, y))
-    op.__name__ = prim.name
-    op.__doc__ = doc
-    return op
 
 
 # --- erf, erfc, erf_inv -------------------------------------------------------
@@ -147,24 +146,30 @@ def digamma(x):
     return digamma_p.bind(x)
 
 
-polygamma = _binary(polygamma_p, """The m-th derivative of `digamma` at x (m a whole number,
-    of x's dtype).
+def polygamma(m, x):
+    """The m-th derivative of `digamma` at x (m a whole number, of x's dtype).
 
     >>> polygamma(np.float32(1.0), np.float32(1.0))
     Array(1.644934, dtype=float32)
-    """)
-zeta = _binary(zeta_p, """The Hurwitz zeta function, the sum over n >= 0 of (n + q)**-x.
+    """
+    return polygamma_p.bind(m, x)
+
+
+def zeta(x, q):
+    """The Hurwitz zeta function, the sum over n >= 0 of (n + q)**-x.
 
     >>> zeta(np.float32(2.0), np.float32(1.0))
     Array(1.644934, dtype=float32)
-    """)
+    """
+    return zeta_p.bind(x, q)
+
 
 ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
 ad.defjvp(digamma_p, lambda t, x: mul(t, polygamma(_c(x, 1), x)))
-ad.defjvp(polygamma_p, _not_differentiable("polygamma", "m"),
-          lambda t, m, x: mul(t, polygamma(add(m, _c(m, 1)), x)))
-ad.defjvp(zeta_p, _not_differentiable("zeta", "x"),
-          lambda t, x, q: mul(t, neg(mul(x, zeta(add(x, _c(x, 1)), q)))))
+defjvp(polygamma_p, _not_differentiable("polygamma", "m"),
+       lambda t, m, x: mul(t, polygamma(add(m, _c(m, 1)), x)))
+defjvp(zeta_p, _not_differentiable("zeta", "x"),
+       lambda t, x, q: mul(t, neg(mul(x, zeta(add(x, _c(x, 1)), q)))))
 
 # --- bessel_i0e, bessel_i1e -----------------------------------------------------
 # Cephes' Chebyshev coefficients for exp(-x) I0(x) on [0, 8] (in x/2 - 2) and for
@@ -527,7 +532,8 @@ def _while(ctx, step, init: list[ir.Value], avals: list[ShapedArray]) -> list[ir
 
 
 def _igamma_lowering(ctx, a, x, *, kind: str):
-    aval = ctx.avals_in[0]
+    a, x = broadcast_to_result(ctx, [a, x])
+    aval = ctx.avals_out[0]
     dtype = np.dtype(np.float32) if aval.dtype.itemsize < 4 else aval.dtype
     work = ShapedArray(aval.shape, dtype)
     mask = ShapedArray(aval.shape, np.dtype(bool))
@@ -544,50 +550,69 @@ def _igamma_lowering(ctx, a, x, *, kind: str):
     return [out]
 
 
-def _incomplete_gamma(kind: str, doc: str):
+def _incomplete_gamma(kind: str):
     prim = naryop(kind, FLOAT, None)  # lowered with loops, which need the rule context:
     register_lowering(prim, partial(_igamma_lowering, kind=kind))
-    return prim, _binary(prim, doc)
+    return prim
 
 
-igamma_p, igamma = _incomplete_gamma("igamma", """The regularized lower incomplete gamma
-    function P(a, x), the integral of t**(a-1) exp(-t) from 0 to x over Gamma(a).
+igamma_p = _incomplete_gamma("igamma")
+igammac_p = _incomplete_gamma("igammac")
+igamma_grad_a_p = _incomplete_gamma("igamma_grad_a")
+random_gamma_grad_p = _incomplete_gamma("random_gamma_grad")
+
+
+def igamma(a, x):
+    """The regularized lower incomplete gamma function P(a, x), the integral of
+    t**(a-1) exp(-t) from 0 to x over Gamma(a).
 
     >>> igamma(np.float32(1.0), np.float32(2.0))  # 1 - exp(-2)
     Array(0.8646648, dtype=float32)
-    """)
-igammac_p, igammac = _incomplete_gamma("igammac", """The regularized upper incomplete gamma
-    function Q(a, x) = 1 - P(a, x), accurate where P(a, x) is near 1.
+    """
+    return igamma_p.bind(a, x)
+
+
+def igammac(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x), accurate
+    where P(a, x) is near 1.
 
     >>> igammac(np.float32(1.0), np.float32(2.0))  # exp(-2)
     Array(0.13533522, dtype=float32)
-    """)
-igamma_grad_a_p, igamma_grad_a = _incomplete_gamma("igamma_grad_a", """The derivative of
-    `igamma(a, x)` with respect to a.
+    """
+    return igammac_p.bind(a, x)
+
+
+def igamma_grad_a(a, x):
+    """The derivative of `igamma(a, x)` with respect to a.
 
     >>> igamma_grad_a(np.float32(1.0), np.float32(2.0))
     Array(-0.22082525, dtype=float32)
-    """)
-random_gamma_grad_p, random_gamma_grad = _incomplete_gamma("random_gamma_grad", """The
-    derivative with respect to a of a sample x of Gamma(a, 1) drawn by inverting its
-    CDF: -(dP/da) / (dP/dx) with P = igamma(a, x) (implicit reparameterization).
+    """
+    return igamma_grad_a_p.bind(a, x)
+
+
+def random_gamma_grad(a, x):
+    """The derivative with respect to a of a sample x of Gamma(a, 1) drawn by inverting
+    its CDF: -(dP/da) / (dP/dx) with P = igamma(a, x) (implicit reparameterization).
 
     >>> random_gamma_grad(np.float32(1.0), np.float32(2.0))
     Array(1.631691, dtype=float32)
-    """)
+    """
+    return random_gamma_grad_p.bind(a, x)
 
 
 def _gamma_density(a, x):
     """x**(a-1) exp(-x) / Gamma(a), the x-derivative of P(a, x)."""
+    a, x = broadcast_all(a, x)
     a_minus_one = sub(a, _c(a, 1))
     # (a - 1) log(x) is 0 at a = 1 also for x = 0 (where the density is 1).
     power = select(eq(a_minus_one, _c(a, 0)), _c(a, 0), mul(a_minus_one, log(x)))
     return exp(sub(sub(power, x), lgamma(a)))
 
 
-ad.defjvp(igamma_p, lambda t, a, x: mul(t, igamma_grad_a(a, x)),
-          lambda t, a, x: mul(t, _gamma_density(a, x)))
-ad.defjvp(igammac_p, lambda t, a, x: neg(mul(t, igamma_grad_a(a, x))),
-          lambda t, a, x: neg(mul(t, _gamma_density(a, x))))
-ad.defjvp(igamma_grad_a_p, _not_differentiable("igamma_grad_a", "a"),
-          lambda t, a, x: mul(t, mul(_gamma_density(a, x), sub(log(x), digamma(a)))))
+defjvp(igamma_p, lambda t, a, x: mul(t, igamma_grad_a(a, x)),
+       lambda t, a, x: mul(t, _gamma_density(a, x)))
+defjvp(igammac_p, lambda t, a, x: neg(mul(t, igamma_grad_a(a, x))),
+       lambda t, a, x: neg(mul(t, _gamma_density(a, x))))
+defjvp(igamma_grad_a_p, _not_differentiable("igamma_grad_a", "a"),
+       lambda t, a, x: mul(t, mul(_gamma_density(a, x), sub(log(x), digamma(a)))))

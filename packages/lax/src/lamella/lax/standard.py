@@ -3,24 +3,31 @@
 `standard_primitive` makes a primitive that the XLA executor applies eagerly
 as a one-equation program; `unop` and `naryop` add the dtype checks, shape
 rule, batching rule and lowering that elementwise operations share, so each
-primitive's own file only states what is particular to it. Python-facing
-wrappers (`binary_op`) broadcast rank-0 and size-1 operands (as JAX's lax
-does) but never promote dtypes.
+primitive's own file only states what is particular to it.
+
+As in JAX, n-ary elementwise primitives broadcast implicitly: an operand may
+be rank 0, or have size 1 where the others have size n (ranks otherwise
+equal). The broadcast happens in the lowering, so `x * 2.0` stages as
+`mul a 2.0:f32[]` with no `broadcast_in_dim`; JVPs broadcast a lone tangent to
+the output (`defjvp`) and transposes sum cotangents back (`unbroadcast`).
+Dtypes are never promoted.
 """
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from lamella.core import Primitive, ShapedArray, batching, dtypes
-from lamella.core.structural import broadcast_in_dim, reshape
+from lamella.core import Primitive, ShapedArray, ad, batching, dtypes
+from lamella.core.jaxpr import pp_eqn, pp_eqn_rules
+from lamella.core.structural import broadcast_in_dim, reduce_sum, reshape
 from lamella.core.trace import aval_of
 from lamella.lax.executor import compiled_eagerly
-from lamella.lax.lowering import register_lowering
+from lamella.lax.lowering import hlo, ir, register_lowering
 
 # Dtype categories that primitives accept.
 BOOL, SINT, UINT, FLOAT, COMPLEX = "bool", "signed integer", "unsigned integer", "floating", \
@@ -71,11 +78,45 @@ def check_same_dtypes(name: str, *avals: ShapedArray) -> None:
                         "(lamella.numpy functions promote types; lax does not.)")
 
 
-def check_same_shapes(name: str, *avals: ShapedArray) -> None:
-    first = avals[0].shape
-    if any(a.shape != first for a in avals[1:]):
-        got = ", ".join(str(a.shape) for a in avals)
-        raise TypeError(f"{name} got incompatible shapes for broadcasting: {got}.")
+def broadcasting_shape(name: str, *avals: ShapedArray) -> tuple[int, ...]:
+    """The result shape of an implicitly broadcasting elementwise primitive: rank-0
+    operands go with anything; the others have one rank and sizes equal or 1."""
+    shapes = [a.shape for a in avals if a.ndim]
+    if not shapes:
+        return ()
+    first = shapes[0]
+    if all(s == first for s in shapes[1:]):
+        return first
+    if len({len(s) for s in shapes}) > 1:
+        ranks = ", ".join(str(r) for r in sorted({len(s) for s in shapes}))
+        raise TypeError(f"{name}: arrays must have the same number of dimensions, "
+                        f"got {{{ranks}}}")
+    out = []
+    for sizes in zip(*shapes):
+        bigger = {d for d in sizes if d != 1}
+        if len(bigger) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            f"{', '.join(str(a.shape) for a in avals)}.")
+        out.append(bigger.pop() if bigger else 1)
+    return tuple(out)
+
+
+def check_out_sharding(name: str, out_sharding: Any) -> None:
+    """`out_sharding=` (and `sharding=`) of JAX's signatures: results live on one
+    device here, so only None (the compiler's choice) is meaningful."""
+    if out_sharding is not None:
+        raise ValueError(f"{name}: out_sharding={out_sharding!r} asks for a sharded result, "
+                         "but lamella.lax places results on one device; pass None.")
+
+
+def hide_none_params(prim: Primitive, *names: str) -> None:
+    """Prints `prim`'s equations without the named params when they are None (as
+    JAX prints its defaults)."""
+    def rule(eqn, context):
+        shown = [(k, v) for k, v in eqn.primitive.pp_params(eqn.params)
+                 if not (k in names and v is None)]
+        return pp_eqn(eqn, context, shown)
+    pp_eqn_rules[prim] = rule
 
 
 def standard_primitive(name: str, multiple_results: bool = False) -> Primitive:
@@ -102,9 +143,11 @@ def unop(name: str, accepted, lower: Callable, result_dtype: Callable | None = N
     return prim
 
 
-def naryop(name: str, accepted, lower: Callable, result_dtype: Callable | None = None,
-           same_dtypes: bool = True) -> Primitive:
-    """An elementwise primitive of operands with equal shapes (and dtypes)."""
+def naryop(name: str, accepted, lower: Callable | None,
+           result_dtype: Callable | None = None, same_dtypes: bool = True) -> Primitive:
+    """An elementwise primitive of operands of one dtype that broadcast implicitly
+    (rank 0, or size 1 along an axis). `lower(*xs)` gets operands already broadcast
+    to the result shape; with `lower=None` the caller registers its own rule."""
     prim = standard_primitive(name)
     accepted = frozenset(_flatten(accepted))
 
@@ -113,13 +156,98 @@ def naryop(name: str, accepted, lower: Callable, result_dtype: Callable | None =
         check_dtypes(name, accepted, *avals)
         if same_dtypes:
             check_same_dtypes(name, *avals)
-        check_same_shapes(name, *avals)
+        shape = broadcasting_shape(name, *avals)
         dtype = result_dtype(*(a.dtype for a in avals)) if result_dtype else avals[0].dtype
-        return ShapedArray(avals[0].shape, dtype, all(a.weak_type for a in avals))
+        return ShapedArray(shape, dtype, all(a.weak_type for a in avals))
 
-    batching.primitive_batchers[prim] = partial(elementwise_batcher, prim)
-    register_lowering(prim, lambda ctx, *xs, **params: [lower(*xs, **params)])
+    batching.primitive_batchers[prim] = partial(broadcast_batcher, prim)
+    if lower is not None:
+        register_lowering(prim, lambda ctx, *xs, **params: [
+            lower(*broadcast_to_result(ctx, xs), **params)])
     return prim
+
+
+def broadcast_to_result(ctx, values: Sequence[ir.Value]) -> list[ir.Value]:
+    """Lowering: operands broadcast to the (single) result's shape."""
+    shape = ctx.avals_out[0].shape
+    out = []
+    for value, aval in zip(values, ctx.avals_in):
+        if aval.shape != shape:
+            result_type = ir.RankedTensorType.get(list(shape), value.type.element_type)
+            value = hlo.broadcast_in_dim(result_type, value, list(range(aval.ndim)))
+        out.append(value)
+    return out
+
+
+def broadcast_batcher(prim: Primitive, args, dims, **params):
+    """Batching for implicitly broadcasting primitives: if every operand of nonzero
+    rank has one shape and batch axis, bind as is (rank-0 operands broadcast);
+    otherwise batch axes go to the front, unbatched operands get a size-1 axis
+    there, and batched operands of lower rank get trailing size-1 axes."""
+    shape, dim = next((aval_of(x).shape, d) for x, d in zip(args, dims) if d is not None)
+    if all(aval_of(x).shape == shape and d == dim for x, d in zip(args, dims)
+           if aval_of(x).ndim):
+        return prim.bind(*args, **params), dim
+    moved = [_batch_at_front(x, d) if aval_of(x).ndim else x for x, d in zip(args, dims)]
+    rank = builtins.max(aval_of(x).ndim for x in moved)
+    moved = [x if d is None or aval_of(x).ndim == rank else _trailing_ones(x, rank)
+             for x, d in zip(moved, dims)]
+    return prim.bind(*moved, **params), 0
+
+
+def _batch_at_front(x, d: int | None):
+    if d is None:
+        aval = aval_of(x)
+        return broadcast_in_dim(x, (1,) + aval.shape, tuple(range(1, aval.ndim + 1)))
+    return batching.moveaxis(x, d, 0)
+
+
+def _trailing_ones(x, rank: int):
+    aval = aval_of(x)
+    return broadcast_in_dim(x, aval.shape + (1,) * (rank - aval.ndim), tuple(range(aval.ndim)))
+
+
+def maybe_broadcast(shape: tuple[int, ...], x):
+    """`x` broadcast to `shape` (numpy-style, trailing axes aligned) if it is smaller."""
+    aval = aval_of(x)
+    if aval.shape == shape:
+        return x
+    if aval.ndim == 0:
+        return broadcast_in_dim(x, shape, ())
+    return broadcast_in_dim(x, shape, tuple(range(len(shape) - aval.ndim, len(shape))))
+
+
+def broadcast_all(*xs) -> list:
+    """The operands broadcast to their common shape: for derivative rules that
+    `select` between expressions of different operands."""
+    shape = broadcasting_shape("broadcast", *(aval_of(x) for x in xs))
+    return [maybe_broadcast(shape, x) for x in xs]
+
+
+def unbroadcast(aval: ShapedArray, ct):
+    """Cotangent `ct` of a broadcast result summed back to the operand's shape `aval`."""
+    ct_shape = aval_of(ct).shape
+    if ct_shape == aval.shape:
+        return ct
+    if not aval.shape:
+        return reduce_sum(ct, tuple(range(len(ct_shape))))
+    axes = tuple(i for i, (a, b) in enumerate(zip(aval.shape, ct_shape)) if a != b)
+    return reshape(reduce_sum(ct, axes), aval.shape)
+
+
+def defjvp(prim: Primitive, *rules: Callable | None) -> None:
+    """`ad.defjvp` for broadcasting primitives: each operand's contribution to the
+    output tangent is broadcast to the output shape when it is smaller."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        shape = aval_of(out).shape
+        tangent_out = ad.Zero.from_primal_value(out)
+        for fn, t in zip(rules, tangents):
+            if fn is not None and type(t) is not ad.Zero:
+                tangent_out = ad.add_tangents(tangent_out,
+                                              maybe_broadcast(shape, fn(t, *primals, **params)))
+        return out, tangent_out
+    ad.primitive_jvps[prim] = rule
 
 
 def elementwise_batcher(prim: Primitive, args, dims, **params):
@@ -165,10 +293,10 @@ def broadcast_operands(name: str, *args: Any) -> list[Any]:
 
 
 def binary_op(prim: Primitive, name: str | None = None, doc: str | None = None) -> Callable:
-    """The Python function `op(x, y)` for a binary elementwise primitive: broadcasts
-    rank-0 and size-1 operands (lax's implicit rule, no dtype promotion) and binds."""
+    """The Python function `op(x, y)` of a binary elementwise primitive (implicit
+    broadcasting of rank-0 and size-1 operands, no dtype promotion)."""
     def op(x, y):
-        return prim.bind(*broadcast_operands(prim.name, x, y))
+        return prim.bind(x, y)
     op.__name__ = op.__qualname__ = name or prim.name
     op.__doc__ = doc or (f"Elementwise `{name or prim.name}` of two arrays of one dtype "
                          "(lax does not promote dtypes).")

@@ -16,6 +16,7 @@ from lamella.core.source_info import register_internal_path as _register_interna
 from lamella.numpy import array_methods as _array_methods
 from lamella.numpy import fft, linalg
 from lamella.numpy import indexing as _indexing
+from lamella.numpy import ufunc_objects as _ufunc_objects
 from lamella.numpy.array_api import *  # noqa: F403
 from lamella.numpy.array_api import __all__ as _array_api_names
 from lamella.numpy.array_api import __array_api_version__, __array_namespace_info__
@@ -88,6 +89,9 @@ from lamella.numpy.windows import __all__ as _window_names
 
 # The full `where` (one-argument form, size=) rather than the three-argument ufunc.
 where = _full_where
+# The ufunc objects (with reduce, accumulate, at, ...) in place of the plain functions.
+_ufunc_object_names = _ufunc_objects.__all__
+globals().update({name: getattr(_ufunc_objects, name) for name in _ufunc_object_names})
 
 __version__ = "0.1.0"
 
@@ -101,7 +105,8 @@ _MODULE_NAMES = [
     _array_api_names, _bit_packing_names, _contraction_names, _creation_names,
     _elementwise_extra_names, _host_io_names, _index_trick_names, _indexing_names,
     _manipulation_names, _polynomial_names, _reduction_names, _scalar_type_names,
-    _setop_names, _signal_names, _sorting_names, _ufunc_names, _vectorize_names,
+    _setop_names, _signal_names, _sorting_names, _ufunc_names, _ufunc_object_names,
+    _vectorize_names,
     _window_names,
 ]
 __all__ = sorted({

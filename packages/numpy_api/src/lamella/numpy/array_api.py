@@ -19,6 +19,7 @@ from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
 from lamella.numpy import dtypes, ufuncs
+from lamella.numpy.placement import copy_array
 from lamella.numpy.util import asarray_internal, ndim, shape, size
 
 __all__ = [
@@ -47,14 +48,17 @@ pow = ufuncs.power
 bool = dtypes.bool_
 
 
-def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Any:
-    """`x` converted to `dtype` (the array API's spelling of `x.astype(dtype)`).
+def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = False, device: Any = None) -> Any:
+    """`x` converted to `dtype` (the array API's spelling of `x.astype(dtype)`); with
+    `copy=False` an Array already of that dtype is returned as it is.
 
     >>> astype(np.float32([1.7]), np.int32)
     Array([1], dtype=int32)
     """
     x = asarray_internal(x)
-    out = lax.convert_element_type(x, core_dtypes.canonicalize_dtype(np.dtype(dtype)))
+    out = lax.convert_element_type(x, dtypes.canonicalize_user_dtype(dtype, "astype"))
+    if copy and out is x:
+        out = copy_array(out)
     if device is not None and not isinstance(out, Tracer):
         out = lax.device_put(out, device)
     return out
@@ -86,7 +90,7 @@ def iscomplexobj(x: Any) -> builtins.bool:
     """True when `x` has a complex dtype (whatever its values)."""
     if x is None:
         return False
-    return dtypes.issubdtype(dtypes.dtype(x), np.complexfloating)
+    return dtypes.issubdtype(dtypes.result_type(x), np.complexfloating)
 
 
 def isrealobj(x: Any) -> builtins.bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,8 +26,9 @@ from lamella.core import vmap
 from lamella.core.trace import Tracer, aval_of
 from lamella.numpy import ufuncs
 from lamella.numpy.contractions import diagonal
-from lamella.numpy.dtypes import result_type
+from lamella.numpy.dtypes import canonicalize_user_dtype, result_type
 from lamella.numpy.manipulation import broadcast_to
+from lamella.numpy.placement import copy_array, place
 from lamella.numpy.util import (
     asarray_internal,
     canonicalize_axis,
@@ -46,8 +48,14 @@ __all__ = [
 ]
 
 
-def _dtype_or(dtype: Any, default: np.dtype) -> np.dtype:
-    return default if dtype is None else core_dtypes.canonicalize_dtype(np.dtype(dtype))
+def _dtype_or(dtype: Any, default: np.dtype, name: str | None = None) -> np.dtype:
+    # `name`: the function the caller asked for `dtype`, which warns (as JAX does)
+    # when x64 is off and it is a 64-bit dtype.
+    if dtype is None:
+        return default
+    if name is None:
+        return core_dtypes.canonicalize_dtype(np.dtype(dtype))
+    return canonicalize_user_dtype(dtype, name)
 
 
 def _shape_tuple(shape: Any, name: str) -> tuple[int, ...]:
@@ -61,14 +69,6 @@ def _shape_tuple(shape: Any, name: str) -> tuple[int, ...]:
     return shape
 
 
-def _place(x: Any, device: Any) -> Any:
-    # `device=` as in jax.numpy and the array API: committed to that device when
-    # concrete (a no-op while tracing, where placement is the caller's).
-    if device is None or isinstance(x, Tracer):
-        return x
-    return lax.device_put(x, device)
-
-
 # --- from data -------------------------------------------------------------------------
 def _leaves(obj: Any) -> list[Any]:
     if isinstance(obj, (list, tuple)):
@@ -76,31 +76,50 @@ def _leaves(obj: Any) -> list[Any]:
     return [obj]
 
 
-def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = None,
-          ndmin: int = 0, *, device: Any = None) -> Any:
+def array(object: Any, dtype: Any = None, *args: Any, copy: bool = True, order: str = "K",
+          ndmin: int = 0, device: Any = None, out_sharding: Any = None) -> Any:
     """An Array from array-like data: arrays, scalars, nested lists and tuples (which may
     hold tracers). Lists take the JAX promotion of their elements, so a list of Python
-    floats is float32; a bare Python scalar stays weakly typed.
+    floats is float32; a bare Python scalar stays weakly typed. With `copy` (the
+    default) an Array argument is copied into a buffer of its own.
 
     >>> array([1, 2.5])
     Array([1. , 2.5], dtype=float32)
     >>> array([[1, 2]], dtype=np.int8, ndmin=3).shape
     (1, 1, 2)
     """
+    if args:
+        warnings.warn("Passing the copy, order, and ndmin arguments to lamella.numpy.array "
+                      "positionally is deprecated (as in JAX). Use keyword arguments instead.",
+                      DeprecationWarning, stacklevel=2)
+        if len(args) > 3:
+            raise TypeError(f"array() takes at most 5 positional arguments ({2 + len(args)} "
+                            "given)")
+        values = [copy, order, ndmin]
+        values[:len(args)] = args
+        copy, order, ndmin = values
+    return _array("array", object, dtype, copy, order, ndmin, device, out_sharding)
+
+
+def _array(name: str, object: Any, dtype: Any, copy: bool | None, order: str | None,
+           ndmin: int, device: Any, out_sharding: Any) -> Any:
     if order not in (None, "K", "A", "C"):
-        raise NotImplementedError(f"array: only C order is supported, got order={order!r}")
+        raise NotImplementedError(f"{name}: only C order is supported, got order={order!r}")
+    if dtype is not None:
+        dtype = canonicalize_user_dtype(dtype, name)
+    source = object
     if isinstance(object, (list, tuple)):
         leaves = _leaves(object)
         if dtype is None and leaves:
             for leaf in leaves:
                 if leaf is None or isinstance(leaf, str):
-                    raise TypeError(f"array: cannot build an array from {type(leaf).__name__} "
-                                    "elements")
+                    raise TypeError(f"{name}: cannot build an array from "
+                                    f"{type(leaf).__name__} elements")
             dtype = result_type(*leaves)
         if not any(isinstance(leaf, Tracer) for leaf in leaves):
             object = np.asarray(object, dtype=None if dtype is None else np.dtype(dtype))
     elif object is None or isinstance(object, str):
-        raise TypeError(f"array: cannot build an array from {type(object).__name__}")
+        raise TypeError(f"{name}: cannot build an array from {type(object).__name__}")
     elif not isinstance(object, (Tracer, lax.Array, np.ndarray, np.generic, int, float,
                                  complex, bool)):
         if hasattr(object, "__array__"):
@@ -108,25 +127,28 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
         elif hasattr(object, "__dlpack__"):
             object = np.from_dlpack(object)
         else:
-            raise TypeError(f"array: unsupported input type {type(object).__name__}")
+            raise TypeError(f"{name}: unsupported input type {type(object).__name__}")
     out = asarray_internal(object, dtype)
     if ndmin > ndim(out):
         out = lax.expand_dims(out, tuple(range(ndmin - ndim(out))))
-    return _place(out, device)
+    if copy and out is source:
+        out = copy_array(out)
+    return place(out, device, out_sharding, name)
 
 
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *,
-            copy: bool | None = None, device: Any = None) -> Any:
-    """`a` as an Array (no copy when it already is one of the right dtype).
+            copy: bool | None = None, device: Any = None, out_sharding: Any = None) -> Any:
+    """`a` as an Array (no copy when it already is one of the right dtype, unless
+    `copy=True`).
 
     >>> asarray([True, False]).dtype
     dtype('bool')
     """
-    return _place(array(a, dtype=dtype, copy=bool(copy), order=order), device)
+    return _array("asarray", a, dtype, copy, order, 0, device, out_sharding)
 
 
 def copy(a: Any, order: str | None = None) -> Any:
-    """A copy of `a` (arrays are immutable, so this is `array(a)`)."""
+    """A copy of `a`: a new Array with a buffer of its own."""
     return array(a, copy=True, order=order)
 
 
@@ -141,28 +163,37 @@ def frombuffer(buffer: bytes | Any, dtype: Any = float, count: int = -1,
 
 
 # --- filled ----------------------------------------------------------------------------
-def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def _filled(name: str, shape: Any, value: Any, dtype: Any, device: Any,
+            out_sharding: Any) -> Any:
+    out = lax.full(_shape_tuple(shape, name), value,
+                   _dtype_or(dtype, default_float_dtype(), name))
+    return place(out, device, out_sharding, name)
+
+
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None,
+          out_sharding: Any = None) -> Any:
     """An array of zeros (float32 by default).
 
     >>> zeros((2,), np.int32)
     Array([0, 0], dtype=int32)
     """
-    out = lax.full(_shape_tuple(shape, "zeros"), 0, _dtype_or(dtype, default_float_dtype()))
-    return _place(out, device)
+    return _filled("zeros", shape, 0, dtype, device, out_sharding)
 
 
-def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def ones(shape: Any, dtype: Any = None, *, device: Any = None,
+         out_sharding: Any = None) -> Any:
     """An array of ones (float32 by default)."""
-    out = lax.full(_shape_tuple(shape, "ones"), 1, _dtype_or(dtype, default_float_dtype()))
-    return _place(out, device)
+    return _filled("ones", shape, 1, dtype, device, out_sharding)
 
 
-def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def empty(shape: Any, dtype: Any = None, *, device: Any = None,
+          out_sharding: Any = None) -> Any:
     """Like `zeros`: XLA has no uninitialised memory, so "empty" arrays are zeros."""
-    return zeros(shape, dtype, device=device)
+    return _filled("empty", shape, 0, dtype, device, out_sharding)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
+         out_sharding: Any = None) -> Any:
     """An array of `shape` filled with `fill_value` (broadcast when it is an array).
 
     >>> full((2,), 1.5)
@@ -170,44 +201,48 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
     """
     shape = _shape_tuple(shape, "full")
     if dtype is None and isinstance(fill_value, (bool, int, float, complex)):
-        return _place(lax.full(shape, fill_value), device)  # stays weakly typed
+        return place(lax.full(shape, fill_value), device, out_sharding, "full")  # stays weak
+    if dtype is not None:
+        dtype = canonicalize_user_dtype(dtype, "full")
     fill = asarray_internal(fill_value, dtype)
     if ndim(fill) == 0:
-        return _place(lax.full(shape, fill), device)
-    return _place(broadcast_to(fill, shape), device)
+        return place(lax.full(shape, fill), device, out_sharding, "full")
+    return place(broadcast_to(fill, shape), device, out_sharding, "full")
 
 
 def _like(name: str, a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
     a = asarray_internal(a)
     aval = aval_of(a)
     shape = aval.shape if shape is None else _shape_tuple(shape, name)
-    return lax.full(shape, fill, aval.dtype if dtype is None else _dtype_or(dtype, aval.dtype))
+    if dtype is None:  # a weakly typed `a` gives a weakly typed result, as in JAX
+        return lax.full_like(a, fill, shape=shape)
+    return lax.full(shape, fill, _dtype_or(dtype, aval.dtype, name))
 
 
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *,
-               device: Any = None) -> Any:
-    """Zeros with the shape and dtype of `a` (or the given ones).
+               device: Any = None, out_sharding: Any = None) -> Any:
+    """Zeros with the shape and dtype (and weak type) of `a`, or the given ones.
 
     >>> zeros_like(np.ones((2,), np.int8))
     Array([0, 0], dtype=int8)
     """
-    return _place(_like("zeros_like", a, 0, dtype, shape), device)
+    return place(_like("zeros_like", a, 0, dtype, shape), device, out_sharding, "zeros_like")
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Any = None, *,
-              device: Any = None) -> Any:
-    """Ones with the shape and dtype of `a` (or the given ones)."""
-    return _place(_like("ones_like", a, 1, dtype, shape), device)
+              device: Any = None, out_sharding: Any = None) -> Any:
+    """Ones with the shape and dtype (and weak type) of `a`, or the given ones."""
+    return place(_like("ones_like", a, 1, dtype, shape), device, out_sharding, "ones_like")
 
 
-def empty_like(a: Any, dtype: Any = None, shape: Any = None, *,
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *,
                device: Any = None) -> Any:
     """Like `zeros_like` (XLA has no uninitialised memory)."""
-    return _place(_like("empty_like", a, 0, dtype, shape), device)
+    return place(_like("empty_like", prototype, 0, dtype, shape), device)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
-              device: Any = None) -> Any:
+              device: Any = None, out_sharding: Any = None) -> Any:
     """An array shaped like `a` (dtype of `a` unless given) filled with `fill_value`.
 
     >>> full_like(np.zeros(2, np.float16), 3)
@@ -216,11 +251,12 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     a = asarray_internal(a)
     aval = aval_of(a)
     shape = aval.shape if shape is None else _shape_tuple(shape, "full_like")
-    dtype = aval.dtype if dtype is None else _dtype_or(dtype, aval.dtype)
-    fill = lax.convert_element_type(asarray_internal(fill_value), dtype)
+    weak = dtype is None and aval.weak_type  # kept, as JAX keeps it
+    dtype = aval.dtype if dtype is None else _dtype_or(dtype, aval.dtype, "full_like")
+    fill = lax.convert_element_type(asarray_internal(fill_value), dtype, weak)
     if ndim(fill) == 0:
-        return _place(lax.full(shape, fill), device)
-    return _place(broadcast_to(fill, shape), device)
+        return place(lax.full(shape, fill), device, out_sharding, "full_like")
+    return place(broadcast_to(fill, shape), device, out_sharding, "full_like")
 
 
 # --- ranges ----------------------------------------------------------------------------
@@ -232,7 +268,7 @@ def _concrete_scalar(x: Any, name: str, what: str) -> Any:
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
-           device: Any = None) -> Any:
+           device: Any = None, out_sharding: Any = None) -> Any:
     """Evenly spaced values in [start, stop) (the bounds must be concrete, as in JAX:
     the length of the result is part of its shape).
 
@@ -247,10 +283,12 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
         raise TypeError("arange does not accept complex arguments")
     if step == 0:
         raise ValueError("arange: step must not be zero")
-    dt = _dtype_or(dtype, core_dtypes.canonicalize_dtype(np.result_type(start, stop, step)))
+    dt = _dtype_or(dtype, core_dtypes.canonicalize_dtype(np.result_type(start, stop, step)),
+                   "arange")
     if start == 0 and step == 1 and dt.kind in "iu" and isinstance(stop, int):
-        return _place(lax.iota(dt, builtins.max(stop, 0)), device)
-    return _place(asarray_internal(np.arange(start, stop, step, dtype=dt)), device)
+        return place(lax.iota(dt, builtins.max(stop, 0)), device, out_sharding, "arange")
+    return place(asarray_internal(np.arange(start, stop, step, dtype=dt)), device, out_sharding,
+                 "arange")
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
@@ -265,7 +303,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     num = operator.index(concrete_value(num, "the num argument of linspace").item())
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
-    dt = _dtype_or(dtype, result_type(start, stop, default_float_dtype()))
+    dt = _dtype_or(dtype, result_type(start, stop, default_float_dtype()), "linspace")
     compute = result_type(dt, default_float_dtype()) if dt.kind in "biu" else dt
     start = lax.convert_element_type(asarray_internal(start), compute)
     stop = lax.convert_element_type(asarray_internal(stop), compute)
@@ -290,7 +328,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     out = lax.convert_element_type(out, dt)
     if retstep:
         return out, lax.convert_element_type(step, dt) if div > 0 else ufuncs._const(step, np.nan)
-    return _place(out, device)
+    return place(out, device)
 
 
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
@@ -300,7 +338,7 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     >>> logspace(0, 2, 3)
     Array([  1.,  10., 100.], dtype=float32)
     """
-    dt = _dtype_or(dtype, result_type(start, stop, default_float_dtype()))
+    dt = _dtype_or(dtype, result_type(start, stop, default_float_dtype()), "logspace")
     compute = result_type(dt, default_float_dtype()) if dt.kind in "biu" else dt
     exponents = linspace(start, stop, num, endpoint, dtype=compute, axis=axis)
     base = lax.convert_element_type(asarray_internal(base), compute)
@@ -316,7 +354,7 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     >>> geomspace(1, 1000, 4)
     Array([   1.,   10.,  100., 1000.], dtype=float32)
     """
-    dt = _dtype_or(dtype, result_type(start, stop, default_float_dtype()))
+    dt = _dtype_or(dtype, result_type(start, stop, default_float_dtype()), "geomspace")
     compute = result_type(dt, default_float_dtype()) if dt.kind in "biu" else dt
     start = lax.convert_element_type(asarray_internal(start), compute)
     stop = lax.convert_element_type(asarray_internal(stop), compute)
@@ -366,7 +404,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *,
     rows = lax.broadcasted_iota(np.int32, (n, m), 0)
     cols = lax.broadcasted_iota(np.int32, (n, m), 1)
     on = lax.eq(lax.add(rows, lax.full((n, m), k, np.int32)), cols)
-    return _place(lax.convert_element_type(on, _dtype_or(dtype, default_float_dtype())), device)
+    return place(lax.convert_element_type(on, _dtype_or(dtype, default_float_dtype(), "eye")),
+                  device)
 
 
 def identity(n: int, dtype: Any = None) -> Any:
@@ -384,7 +423,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     n = _matrix_size(N, "N argument of tri")
     m = n if M is None else _matrix_size(M, "M argument of tri")
     mask = _tri_mask(n, m, _matrix_size(k, "k argument of tri"))
-    return lax.convert_element_type(mask, _dtype_or(dtype, default_float_dtype()))
+    return lax.convert_element_type(mask, _dtype_or(dtype, default_float_dtype(), "tri"))
 
 
 def _triangle(name: str, m: Any, k: int, lower: bool) -> Any:
@@ -543,7 +582,7 @@ def indices(dimensions: Sequence[int], dtype: Any = None,
     (2, 2, 3)
     """
     dims = _shape_tuple(dimensions, "indices")
-    dt = _dtype_or(dtype, default_int_dtype())
+    dt = _dtype_or(dtype, default_int_dtype(), "indices")
     grids = []
     for axis, size in enumerate(dims):
         shape = tuple(size if d == axis else 1 for d in range(len(dims))) if sparse else dims

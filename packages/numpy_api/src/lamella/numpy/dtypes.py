@@ -16,6 +16,8 @@ dtype('float16')
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -28,12 +30,11 @@ from lamella.core.dtypes import (
     TypePromotionError,
     _dtype_and_weak_type,
     _raw_dtype,
-    finfo,
-    iinfo,
     issubdtype,
     promote_types,
     result_type,
 )
+from lamella.core.source_info import user_frame
 from lamella.lax.conversion import convert_element_type
 
 __all__ = [
@@ -42,20 +43,15 @@ __all__ = [
     "int8", "int16", "int32", "int64", "int_", "isdtype", "issubdtype", "promote_dtypes",
     "promote_dtypes_complex", "promote_dtypes_inexact", "promote_dtypes_numeric",
     "promote_types", "result_type", "uint8", "uint16", "uint32", "uint64",
+    "canonicalize_user_dtype",
 ]
 
 
-def dtype(x: Any) -> np.dtype:
-    """The canonical dtype of a dtype spec, scalar type, array or Python scalar.
-
-    >>> dtype("float64")                  # without x64
-    dtype('float32')
-    >>> dtype(bfloat16)
-    dtype(bfloat16)
-    >>> dtype(3)
-    dtype('int32')
-    """
-    return core_dtypes.canonicalize_dtype(_dtype_and_weak_type(x)[0])
+# As in jax.numpy: NumPy's dtype class, and ml_dtypes' machine-limit classes (which know
+# bfloat16 and the float8 types); `finfo(float64)` describes float64 even without x64.
+dtype = np.dtype
+finfo = ml_dtypes.finfo
+iinfo = ml_dtypes.iinfo
 
 
 def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
@@ -118,51 +114,95 @@ def _as_array(x: Any) -> Any:
     return x
 
 
-class _ScalarType:
-    """A dtype-like object (`np.dtype(float32)` works) that builds Arrays when called."""
+class _ScalarMeta(type):
+    """The metaclass of lamella.numpy's scalar types (`float32`, `int8`, ...).
 
-    __slots__ = ("dtype",)
+    Each scalar type is a class, as in jax.numpy: calling it builds an Array of
+    its dtype, it compares equal to the NumPy scalar type, and `isinstance`
+    asks whether a value is a NumPy scalar of that type (an Array never is).
+    """
 
-    def __init__(self, dt: Any):
-        self.dtype = np.dtype(dt)
+    dtype: np.dtype
 
-    def __call__(self, x: Any) -> Any:
-        return convert_element_type(_as_array(x), self.dtype, False)
+    @property
+    def __numpy_dtype__(cls) -> np.dtype:  # NumPy >= 2.4 reads this for np.dtype(cls)
+        return cls.dtype
 
-    def __repr__(self) -> str:
-        return f"lamella.numpy.{self.dtype.name}"
+    def __hash__(cls) -> int:
+        return hash(cls.dtype.type)
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, _ScalarType):
-            return self.dtype == other.dtype
-        try:
-            return bool(self.dtype == np.dtype(other))
-        except (TypeError, ValueError):  # not dtype-like at all
-            return False
+    def __eq__(cls, other: object) -> bool:
+        return cls is other or cls.dtype.type == other
 
-    def __hash__(self) -> int:
-        return hash(self.dtype)
+    def __ne__(cls, other: object) -> bool:
+        return not cls == other
+
+    def __call__(cls, x: Any) -> Any:
+        dt = canonicalize_user_dtype(cls.dtype, "asarray")
+        return convert_element_type(_as_array(x), dt, False)
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, cls.dtype.type)
 
 
-bool_ = _ScalarType(np.bool_)
-int8 = _ScalarType(np.int8)
-int16 = _ScalarType(np.int16)
-int32 = _ScalarType(np.int32)
-int64 = _ScalarType(np.int64)
-uint8 = _ScalarType(np.uint8)
-uint16 = _ScalarType(np.uint16)
-uint32 = _ScalarType(np.uint32)
-uint64 = _ScalarType(np.uint64)
-float16 = _ScalarType(np.float16)
-bfloat16 = _ScalarType(ml_dtypes.bfloat16)
-float32 = _ScalarType(np.float32)
-float64 = _ScalarType(np.float64)
-complex64 = _ScalarType(np.complex64)
-complex128 = _ScalarType(np.complex128)
+def _scalar_type(name: str, scalar: Any) -> _ScalarMeta:
+    dt = np.dtype(scalar)
+    doc = (f"The {dt.name} scalar type: `{name}(x)` is x as a {dt.name} Array, and "
+           f"`{name}` works wherever a dtype is expected.")
+    return _ScalarMeta(name, (), {"dtype": dt, "__module__": "lamella.numpy",
+                                  "__qualname__": name, "__doc__": doc})
+
+
+bool_ = _scalar_type("bool_", np.bool_)
+int8 = _scalar_type("int8", np.int8)
+int16 = _scalar_type("int16", np.int16)
+int32 = _scalar_type("int32", np.int32)
+int64 = _scalar_type("int64", np.int64)
+uint8 = _scalar_type("uint8", np.uint8)
+uint16 = _scalar_type("uint16", np.uint16)
+uint32 = _scalar_type("uint32", np.uint32)
+uint64 = _scalar_type("uint64", np.uint64)
+float16 = _scalar_type("float16", np.float16)
+bfloat16 = _scalar_type("bfloat16", ml_dtypes.bfloat16)
+float32 = _scalar_type("float32", np.float32)
+float64 = _scalar_type("float64", np.float64)
+complex64 = _scalar_type("complex64", np.complex64)
+complex128 = _scalar_type("complex128", np.complex128)
 # The 64-bit defaults; constructing one without x64 gives a 32-bit Array.
 float_ = float64
 int_ = int64
 complex_ = complex128
+
+
+# --- dtypes a caller asks for ---------------------------------------------------------
+def canonicalize_user_dtype(dtype: Any, name: str) -> np.dtype:
+    """The canonical form of a dtype a caller asked `name` for; like JAX, a
+    UserWarning when x64 is off and it is a 64-bit one (it is truncated).
+
+    >>> canonicalize_user_dtype("int8", "zeros")
+    dtype('int8')
+    """
+    requested = np.dtype(dtype)
+    canonical = core_dtypes.canonicalize_dtype(requested)
+    if canonical != requested:
+        warnings.warn(
+            f"Explicitly requested dtype {requested.name} requested in {name} is not "
+            f"available, and will be truncated to dtype {canonical.name}. To enable more "
+            "dtypes, set lamella.core.config.update('enable_x64', True) or the "
+            "LAMELLA_ENABLE_X64=1 environment variable.", UserWarning,
+            stacklevel=_user_stacklevel())
+    return canonical
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` (seen from `canonicalize_user_dtype`) of the user's line."""
+    info = user_frame(2)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and info is not None:
+        if frame.f_code.co_filename == info.filename and frame.f_lineno == info.lineno:
+            return level
+        frame, level = frame.f_back, level + 1
+    return 2
 
 
 # --- promotion helpers for lamella.numpy --------------------------------------------

@@ -27,7 +27,7 @@ import numpy as np
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
-from lamella.numpy.dtypes import promote_dtypes_inexact
+from lamella.numpy.dtypes import canonicalize_user_dtype, promote_dtypes_inexact
 from lamella.numpy.util import (
     asarray_internal,
     canonicalize_axes,
@@ -199,7 +199,7 @@ def _reduction(name: str, monoid: _Monoid, a: Any, axis: Any, dtype: Any, out: A
     if to_numeric and in_dtype == np.bool_:
         in_dtype = default_int_dtype()
     if dtype is not None:
-        result_dtype = _canonical(dtype)
+        result_dtype = canonicalize_user_dtype(dtype, name)
     else:
         result_dtype = _promote_integer(in_dtype) if promote_integers else in_dtype
     computation = _upcast_f16(result_dtype) if upcast_f16 else result_dtype
@@ -354,7 +354,8 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
     _check_out("mean", out)
     a = _asarray("mean", a)
     axes = _axes(axis, len(_shape(a)))
-    result_dtype = _to_inexact(aval_of(a).dtype) if dtype is None else _canonical(dtype)
+    result_dtype = (_to_inexact(aval_of(a).dtype) if dtype is None
+                    else canonicalize_user_dtype(dtype, "mean"))
     computation = _upcast_f16(result_dtype)
     total = sum(a, axes, dtype=computation, keepdims=keepdims, where=where)
     count = _normalizer("mean", a, axes, where, keepdims, computation)
@@ -364,7 +365,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
 def _var_dtypes(name: str, a_dtype: np.dtype, dtype: Any) -> tuple[np.dtype, np.dtype]:
     """(computation dtype, result dtype): complex input gives a real variance."""
     if dtype is not None:
-        dtype = _canonical(dtype)
+        dtype = canonicalize_user_dtype(dtype, name)
         if a_dtype.kind == "c" and dtype.kind != "c":
             raise ValueError(f"{name}: a real dtype ({dtype}) for the variance of complex "
                              f"values ({a_dtype}) is not supported")
@@ -390,9 +391,11 @@ def _abs2(centered: Any) -> Any:
 
 @eager_jit(*_STATIC)
 def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any = 0,
-        keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
+        keepdims: bool = False, *, where: Any = None, mean: Any = None,
+        correction: Any = None) -> Any:
     """Variance over `axis`, dividing by N - ddof (`correction` is the array-API name
-    for ddof). Complex input gives a real variance.
+    for ddof). Complex input gives a real variance. `mean`, if given, is used as the
+    mean of `a` (shaped as with keepdims=True) instead of computing it.
 
     >>> var(np.float32([1, 2, 3, 4]))
     Array(1.25, dtype=float32)
@@ -405,7 +408,7 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any
     computation, result_dtype = _var_dtypes("var", aval_of(a).dtype, dtype)
     a = lax.convert_element_type(a, computation)
     axes = _axes(axis, len(_shape(a)))
-    centered = lax.sub(a, mean(a, axes, computation, keepdims=True, where=where))
+    centered = _centered("var", a, axes, mean, where, computation)
     squares = _abs2(centered)
     real = aval_of(squares).dtype
     count = _normalizer("var", a, axes, where, keepdims, real)
@@ -416,15 +419,38 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any
 
 @eager_jit(*_STATIC)
 def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any = 0,
-        keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
+        keepdims: bool = False, *, where: Any = None, mean: Any = None,
+        correction: Any = None) -> Any:
     """Standard deviation: the square root of `var` (same arguments).
 
     >>> std(np.float32([1, 3]))
     Array(1., dtype=float32)
+    >>> std(np.float32([1, 3]), mean=np.float32(1))  # deviations from a given mean
+    Array(1.4142135, dtype=float32)
     """
     _check_out("std", out)
-    return lax.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where,
+    return lax.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                         correction=correction))
+
+
+def _centered(name: str, a: Any, axes: tuple[int, ...], given_mean: Any, where: Any,
+              computation: np.dtype) -> Any:
+    """`a` minus its mean over `axes`, or minus `given_mean`, which must broadcast to the
+    shape of a keepdims=True mean (NumPy's and JAX's rule)."""
+    if given_mean is None:
+        return lax.sub(a, mean(a, axes, computation, keepdims=True, where=where))
+    given = lax.convert_element_type(_asarray(name, given_mean), computation)
+    shape, g_shape = _shape(a), _shape(given)
+    kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
+    lead = len(kept) - len(g_shape)
+    if lead < 0 or builtins.any(g not in (1, k) for g, k in zip(g_shape, kept[lead:])):
+        raise ValueError(f"{name}: the mean given has shape {g_shape}, which does not "
+                         f"broadcast to {kept}, the shape of a mean over axes {axes} with "
+                         "keepdims=True")
+    squeezed = [i for i, g in enumerate(g_shape) if g == 1 and shape[lead + i] != 1]
+    given = lax.reshape(given, tuple(g for i, g in enumerate(g_shape) if i not in squeezed))
+    dims = tuple(lead + i for i in range(len(g_shape)) if i not in squeezed)
+    return lax.sub(a, lax.broadcast_in_dim(given, shape, dims))
 
 
 # --- NaN-ignoring reductions --------------------------------------------------------------
@@ -520,23 +546,23 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
 
 @eager_jit(*_STATIC)
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any = 0,
-           keepdims: bool = False, where: Any = None, correction: Any = None) -> Any:
-    """`var` of the non-NaN elements (NaN where fewer than ddof + 1 remain).
+           keepdims: bool = False, where: Any = None, mean: Any = None) -> Any:
+    """`var` of the non-NaN elements (NaN where fewer than ddof + 1 remain); `mean`, if
+    given, replaces their mean.
 
     >>> nanvar(np.float32([1, np.nan, 3]))
     Array(1., dtype=float32)
     """
     _check_out("nanvar", out)
-    ddof = _correction("nanvar", ddof, correction)
     a = _asarray("nanvar", a)
     if not _is_inexact(a):
-        return var(a, axis, dtype, None, ddof, keepdims, where=where)
+        return var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean)
     computation, result_dtype = _var_dtypes("nanvar", aval_of(a).dtype, dtype)
     a = lax.convert_element_type(a, computation)
     axes = _axes(axis, len(_shape(a)))
     keep = _nan_mask_and("nanvar", a, where)
     a = _replace_nan(a, 0)
-    centered = lax.sub(a, mean(a, axes, keepdims=True, where=keep))
+    centered = _centered("nanvar", a, axes, mean, keep, computation)
     squares = _abs2(centered)
     real = aval_of(squares).dtype
     count = sum(keep, axes, dtype=real, keepdims=keepdims)
@@ -551,15 +577,14 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: 
 
 @eager_jit(*_STATIC)
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any = 0,
-           keepdims: bool = False, where: Any = None, correction: Any = None) -> Any:
+           keepdims: bool = False, where: Any = None, mean: Any = None) -> Any:
     """The square root of `nanvar` (same arguments).
 
     >>> nanstd(np.float32([1, np.nan, 3]))
     Array(1., dtype=float32)
     """
     _check_out("nanstd", out)
-    return lax.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where=where,
-                           correction=correction))
+    return lax.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean))
 
 
 # --- argmax and argmin -----------------------------------------------------------------------
@@ -647,7 +672,7 @@ def _cumulative(name: str, lax_fn: Callable, a: Any, axis: Any, dtype: Any, out:
     axis = canonicalize_axis(0 if axis is None else axis, len(_shape(a)))
     if nan_fill is not None:
         a = _replace_nan(a, nan_fill)
-    result_dtype = aval_of(a).dtype if dtype is None else _canonical(dtype)
+    result_dtype = aval_of(a).dtype if dtype is None else canonicalize_user_dtype(dtype, name)
     if dtype is not None and result_dtype == np.bool_:
         a = _truth(a)
     # Booleans accumulate as integers (lax has no boolean cumsum); dtype=bool casts back.

@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 from lamella import lax
 from lamella.core.trace import Tracer
-from lamella.numpy.dtypes import _ScalarType
+from lamella.numpy.dtypes import _scalar_type, complex64, complex128, float32, float64, uint64
 
 try:
     from numpy.exceptions import ComplexWarning
@@ -37,20 +37,21 @@ character = np.character
 flexible = np.flexible
 object_ = np.object_
 
-double = _ScalarType(np.float64)
-single = _ScalarType(np.float32)
-cdouble = _ScalarType(np.complex128)
-csingle = _ScalarType(np.complex64)
-uint = _ScalarType(np.uint64)
+# NumPy's C-style names are the same classes as the sized ones, as in jax.numpy.
+double = float64
+single = float32
+cdouble = complex128
+csingle = complex64
+uint = uint64
 
 _ML_DTYPE_NAMES = (
     "float8_e4m3fn", "float8_e5m2", "float8_e4m3b11fnuz", "float8_e4m3fnuz", "float8_e5m2fnuz",
     "float8_e3m4", "float8_e4m3", "float8_e8m0fnu", "float4_e2m1fn", "float6_e2m3fn",
-    "float6_e3m2fn", "int2", "int4", "uint2", "uint4",
+    "float6_e3m2fn", "int1", "int2", "int4", "uint1", "uint2", "uint4",
 )
 for _name in _ML_DTYPE_NAMES:
     if hasattr(ml_dtypes, _name):
-        globals()[_name] = _ScalarType(getattr(ml_dtypes, _name))
+        globals()[_name] = _scalar_type(_name, getattr(ml_dtypes, _name))
         __all__.append(_name)
 __all__.sort()
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 from lamella import lax
-from lamella.core import config
+from lamella.core import config, custom_jvp
 from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
 from lamella.numpy.dtypes import (
@@ -456,21 +456,28 @@ def hypot(x1: Any, x2: Any, /) -> Any:
 
 
 def logaddexp(x1: Any, x2: Any, /) -> Any:
-    """Elementwise log(exp(x1) + exp(x2)) without overflow.
+    """Elementwise log(exp(x1) + exp(x2)) without overflow (complex inputs too).
+
+    The slopes are exp(x_i - result): NaN where an input is NaN or both are -inf,
+    as in JAX; where the result is +inf, 1 for the infinite inputs and 0 for the
+    finite ones.
 
     >>> logaddexp(np.float32(1000), np.float32(1000))
     Array(1000.6932, dtype=float32)
     """
     x1, x2 = _promote_and_broadcast("logaddexp", x1, x2, kind="inexact")
-    _require_real("logaddexp", x1)
-    return _logaddexp(x1, x2, lambda d: lax.log1p(lax.exp(d)))
+    if _is_complex(x1):
+        return _complex_logaddexp(x1, x2)
+    return _logaddexp_real(x1, x2)
 
 
 def logaddexp2(x1: Any, x2: Any, /) -> Any:
-    """Elementwise log2(2**x1 + 2**x2) without overflow."""
+    """Elementwise log2(2**x1 + 2**x2) without overflow (complex inputs too)."""
     x1, x2 = _promote_and_broadcast("logaddexp2", x1, x2, kind="inexact")
-    _require_real("logaddexp2", x1)
-    return _logaddexp(x1, x2, lambda d: lax.div(lax.log1p(lax.exp2(d)), _const(d, _LN2)))
+    if _is_complex(x1):
+        ln2 = _const(x1, _LN2)
+        return lax.div(_complex_logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+    return _logaddexp2_real(x1, x2)
 
 
 def _logaddexp(x1: Any, x2: Any, softplus_neg: Callable[[Any], Any]) -> Any:
@@ -482,6 +489,55 @@ def _logaddexp(x1: Any, x2: Any, softplus_neg: Callable[[Any], Any]) -> Any:
     safe = lax.select(is_nan, _const(delta, 0), delta)
     return lax.select(is_nan, lax.add(x1, x2),
                       lax.add(amax, softplus_neg(lax.neg(lax.abs(safe)))))
+
+
+def _logaddexp_slopes(x1: Any, x2: Any, out: Any, power: Callable[[Any], Any]
+                      ) -> tuple[Any, Any]:
+    # d out / d x_i = power(x_i - out), the weights of a two-term softmax. At an
+    # infinite result that is inf - inf: take the limit, all weight on the infinite
+    # inputs (JAX gives the finite one e**x there).
+    inf = _const(out, np.inf)
+    at_inf = lax.eq(out, inf)
+
+    def slope(x: Any) -> Any:
+        limit = lax.select(lax.eq(x, inf), _const(x, 1), _const(x, 0))
+        return lax.select(at_inf, limit, power(lax.sub(x, out)))
+    return slope(x1), slope(x2)
+
+
+@custom_jvp
+def _logaddexp_real(x1: Any, x2: Any) -> Any:
+    return _logaddexp(x1, x2, lambda d: lax.log1p(lax.exp(d)))
+
+
+@_logaddexp_real.defjvp
+def _logaddexp_real_jvp(primals: tuple[Any, Any], tangents: tuple[Any, Any]) -> tuple[Any, Any]:
+    x1, x2 = primals
+    out = _logaddexp_real(x1, x2)
+    s1, s2 = _logaddexp_slopes(x1, x2, out, lax.exp)
+    return out, lax.add(lax.mul(s1, tangents[0]), lax.mul(s2, tangents[1]))
+
+
+@custom_jvp
+def _logaddexp2_real(x1: Any, x2: Any) -> Any:
+    return _logaddexp(x1, x2, lambda d: lax.div(lax.log1p(lax.exp2(d)), _const(d, _LN2)))
+
+
+@_logaddexp2_real.defjvp
+def _logaddexp2_real_jvp(primals: tuple[Any, Any], tangents: tuple[Any, Any]
+                         ) -> tuple[Any, Any]:
+    x1, x2 = primals
+    out = _logaddexp2_real(x1, x2)
+    s1, s2 = _logaddexp_slopes(x1, x2, out, lax.exp2)
+    return out, lax.add(lax.mul(s1, tangents[0]), lax.mul(s2, tangents[1]))
+
+
+def _complex_logaddexp(x1: Any, x2: Any) -> Any:
+    # log(e**a + e**b) = a + log1p(e**(b - a)) with a the operand of larger real
+    # part, so e**(b - a) cannot overflow.
+    first = lax.ge(lax.real(x1), lax.real(x2))
+    big, small = lax.select(first, x1, x2), lax.select(first, x2, x1)
+    return lax.add(big, lax.log1p(lax.exp(lax.sub(small, big))))
 
 
 def sinc(x: Any, /) -> Any:

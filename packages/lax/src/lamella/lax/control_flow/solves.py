@@ -52,25 +52,26 @@ from lamella.lax.standard import standard_primitive
 __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p"]
 
 
-class SolveParts(NamedTuple):
-    """One entry per function of a linear solve (jaxprs, const counts, consts ...)."""
+class _LinearSolveTuple(NamedTuple):
+    """One entry per function of a linear solve (jaxprs, const counts, consts ...);
+    JAX's name, which printed jaxprs show."""
 
     matvec: Any
     vecmat: Any
     solve: Any
     transpose_solve: Any
 
-    def transpose(self) -> SolveParts:
+    def transpose(self) -> _LinearSolveTuple:
         """The parts of the transposed problem: A^T takes A's place, and its solver."""
-        return SolveParts(self.vecmat, self.matvec, self.transpose_solve, self.solve)
+        return _LinearSolveTuple(self.vecmat, self.matvec, self.transpose_solve, self.solve)
 
 
-def _split_operands(args, const_lengths: SolveParts) -> tuple[SolveParts, list]:
+def _split_operands(args, const_lengths: _LinearSolveTuple) -> tuple[_LinearSolveTuple, list]:
     *consts, b = split_list(list(args), list(const_lengths))
-    return SolveParts(*consts), b
+    return _LinearSolveTuple(*consts), b
 
 
-def _flat(parts: SolveParts) -> list:
+def _flat(parts: _LinearSolveTuple) -> list:
     return [x for part in parts for x in part]
 
 
@@ -134,11 +135,11 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
         tsv = trace_fun(partial(transpose_solve, vecmat_fun), args_tree, b_avals,
                         "custom_linear_solve transpose_solve")
         _check_like_b("transpose_solve", tsv, b_tree, b_avals, has_aux)
-    traced = SolveParts(mv, vecmat, sv, tsv)
-    consts = SolveParts(*(t.consts if t is not None else [] for t in traced))
+    traced = _LinearSolveTuple(mv, vecmat, sv, tsv)
+    consts = _LinearSolveTuple(*(t.consts if t is not None else [] for t in traced))
     outs = linear_solve_p.bind(
-        *_flat(consts), *b_flat, const_lengths=SolveParts(*map(len, consts)),
-        jaxprs=SolveParts(*(t.closed if t is not None else None for t in traced)))
+        *_flat(consts), *b_flat, const_lengths=_LinearSolveTuple(*map(len, consts)),
+        jaxprs=_LinearSolveTuple(*(t.closed if t is not None else None for t in traced)))
     return tree_unflatten(sv.out_tree, outs)
 
 
@@ -264,7 +265,7 @@ def _linear_solve_batch(axis_data, args, dims, *, const_lengths, jaxprs):
     b = [batching.broadcast(x, size, 0) if now and not was else x
          for x, was, now in zip(b, orig_b_bat, b_bat)]
     outs = linear_solve_p.bind(*_flat(consts), *b, const_lengths=const_lengths,
-                               jaxprs=SolveParts(matvec, vecmat, solve, transpose_solve))
+                               jaxprs=_LinearSolveTuple(matvec, vecmat, solve, transpose_solve))
     return outs, [0 if bat else batching.not_mapped for bat in solve_x_bat]
 
 
