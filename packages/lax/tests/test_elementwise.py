@@ -707,6 +707,17 @@ def test_complex_parts_derivatives_through_real_functions():
     check_derivatives(lambda x: lax.imag(lax.mul(lax.complex(x, x), lax.complex(x, OTHER))), [ANY])
 
 
+def test_derivative_checks_of_real_to_complex_and_complex_to_real_functions():
+    # check_derivatives compares real parts where the maps are only real-linear
+    # (it used to compare a complex number with a real one and fail).
+    check_derivatives(lambda x: lax.complex(x, lax.mul(x, x)), [ANY])
+    check_derivatives(lambda x: lax.exp(lax.complex(OTHER, x)), [ANY])
+    z = lax.complex(ANY, OTHER)
+    check_derivatives(lax.abs, [z])
+    check_derivatives(lax.conj, [z])
+    check_derivatives(lambda z: lax.mul(z, lax.sin(z)), [z])
+
+
 def test_complex_parts_reject_wrong_dtypes():
     with pytest.raises(TypeError, match="real does not accept dtype float32"):
         lax.real(np.float32(1))

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lamella.core as lc
+import lamella.lax as lax
 from lamella.lax import indexing
 from lamella.lax.arithmetic import square
 from lamella.lax.indexing import (
@@ -23,9 +24,11 @@ from lamella.lax.indexing import (
     gather,
     scatter,
     scatter_add,
+    scatter_apply,
     scatter_max,
     scatter_min,
     scatter_mul,
+    scatter_sub,
 )
 from lamella.lax.reductions import reduce_sum
 from lamella.lax.test_util import check, check_derivatives, check_vmap
@@ -87,10 +90,12 @@ def test_gather_clip_clamps_windows_into_bounds():
 def test_gather_fill_defaults(dtype, fill):
     x = np.arange(4).astype(dtype)
     idx = np.int32([[1], [4], [-1], [3]])
-    out = np.asarray(gather(x, idx, POINTS._replace(collapsed_slice_dims=(0,),
-                                                    start_index_map=(0,)), (1,)))
+    dnums = POINTS._replace(collapsed_slice_dims=(0,), start_index_map=(0,))
+    out = np.asarray(gather(x, idx, dnums, (1,), mode="fill"))
     expected = np.array([x[1], fill, fill, x[3]], dtype)
     np.testing.assert_array_equal(out, expected)
+    # Without a mode, gather promises in-bounds indices (JAX's default); XLA clamps.
+    np.testing.assert_array_equal(gather(x, idx, dnums, (1,)), x[[1, 3, 0, 3]])
 
 
 def test_gather_fill_whole_window_and_custom_value():
@@ -118,7 +123,7 @@ def test_gather_modes_match_numpy(values):
                                   X[clipped[:, 0], clipped[:, 1]])
     inside = np.all((idx >= 0) & (idx <= [3, 2]), axis=1)
     filled = np.where(inside, X[clipped[:, 0], clipped[:, 1]], np.nan)
-    np.testing.assert_array_equal(gather(X, idx, POINTS, (1, 1)), filled)
+    np.testing.assert_array_equal(gather(X, idx, POINTS, (1, 1), mode="fill"), filled)
 
 
 def test_gather_batching_dims_directly():
@@ -341,3 +346,75 @@ def test_scatter_dtype_errors():
         scatter(X, np.int32([[0]]), np.zeros((1, 3), np.int32), ROW_UPDATES)
     with pytest.raises(TypeError, match="indices does not accept dtype float32"):
         gather(X, np.float32([[0]]), ROWS, (1, 3))
+
+
+# --- scatter_sub, scatter_apply, and scatters inside linear functions ----------
+
+
+def test_scatter_sub_matches_numpy_subtract_at():
+    x = np.arange(4, dtype=np.float32)
+    idx, upd = np.int32([[0], [3], [0], [9]]), np.float32([1, 2, 3, 4])
+
+    def ref(x, idx, upd):
+        out = x.copy()
+        keep = idx[:, 0] < 4
+        np.subtract.at(out, idx[keep, 0], upd[keep])
+        return out
+    check(lambda x, u: scatter_sub(x, idx, u, ENTRIES), [x, upd], lambda x, u: ref(x, idx, u),
+          diff_argnums=(0, 1))
+
+
+def test_scatter_apply_applies_the_function_once_per_index():
+    x = np.arange(1, 5, dtype=np.float32)
+    idx = np.int32([[0], [2], [2]])
+    out = check(lambda x: scatter_apply(x, idx, square, ENTRIES, update_shape=(3,)), [x],
+                lambda x: x * np.float32([x[0], 1, x[2] ** 3, 1]), diff_argnums=None)
+    assert out.dtype == np.float32
+    text = str(lc.make_jaxpr(lambda x: scatter_apply(x, idx, square, ENTRIES,
+                                                     update_shape=(3,)))(x))
+    assert "update_jaxpr={ lambda ; " in text and "integer_pow[y=2]" in text
+    with pytest.raises(TypeError, match="not differentiable"):
+        lc.grad(lambda x: reduce_sum(scatter_apply(x, idx, square, ENTRIES,
+                                                   update_shape=(3,)), (0,)))(x)
+
+
+def test_scatters_print_as_jax_with_their_update_computation():
+    text = str(lc.make_jaxpr(lambda x, u: scatter_add(x, np.int32([[1]]), u, ENTRIES))(
+        np.ones(3, np.float32), np.ones(1, np.float32)))
+    assert "scatter-add[" in text
+    assert "update_jaxpr={ lambda ; e:f32[] f:f32[]. let g:f32[] = add e f in (g,) }" in text
+
+
+@pytest.mark.parametrize("unique", [False, True])
+def test_scatter_transposes_in_a_linear_function(unique):
+    # A scatter inside the tangent computation (a custom JVP's, in a scan) has to
+    # be transposed for reverse mode; with repeated indices only the update that
+    # landed gets a cotangent.
+    idx = np.int32([[1], [0]]) if unique else np.int32([[1], [1]])
+
+    def linear(t):
+        return scatter(t, idx, lax.mul(lax.slice(t, (0,), (2,)), 2.0), ENTRIES,
+                       unique_indices=unique)
+    t = np.arange(1, 4, dtype=np.float32)
+    ct = np.float32([1, 10, 100])
+    (ct_t,) = lc.linear_transpose(linear, t)(ct)
+    _, pullback = lc.vjp(linear, t)
+    np.testing.assert_allclose(ct_t, pullback(ct)[0])
+    np.testing.assert_allclose(np.sum(ct * linear(t)), np.sum(ct_t * t), rtol=1e-6)
+
+    @lc.custom_jvp
+    def double(x):
+        return lax.mul(x, 2.0)
+
+    @double.defjvp
+    def _(primals, tangents):
+        (x,), (dx,) = primals, tangents
+
+        def body(y, j):  # y.at[j].set(2 dx[j])
+            value = lax.mul(lax.dynamic_index_in_dim(dx, j, keepdims=False), 2.0)
+            return scatter(y, lax.reshape(j, (1, 1)), lax.reshape(value, (1,)), ENTRIES), None
+        y, _ = lax.scan(body, lax.full_like(dx, 0.0), np.arange(3, dtype=np.int32))
+        return double(x), y
+
+    grad = lc.grad(lambda x: reduce_sum(lax.mul(double(x), double(x)), (0,)))(t)
+    np.testing.assert_allclose(grad, 8 * t)

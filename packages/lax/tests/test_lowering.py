@@ -52,6 +52,21 @@ def test_constants_of_every_dtype_round_trip(value):
     assert np.asarray(out).dtype == value.dtype
 
 
+def test_unsigned_constants_above_the_signed_range_lower():
+    # The integer attribute takes the bits as a signed integer (2**63 + 5 failed).
+    with lc.enable_x64():
+        for value in (np.uint64(2 ** 63 + 5), np.full(3, 2 ** 64 - 1, np.uint64)):
+            out = lc.jit(lambda x, v=value: lax.add(x, v))(np.uint64(1))
+            np.testing.assert_array_equal(np.asarray(out), value + np.uint64(1))
+
+
+def test_optimization_barrier_of_one_array_lowers():
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(lc.jit(lax.optimization_barrier)(x), x)
+    out = lc.jit(lambda x: lax.optimization_barrier((x, lax.neg(x))))(x)
+    np.testing.assert_array_equal(out[1], -x)
+
+
 def test_sub_jaxprs_become_functions_lowered_once():
     inner = lc.jit(lambda x: lax.sin(x))
     outer = lc.jit(lambda x: lax.add(inner(x), inner(lax.cos(x))))

@@ -8,7 +8,8 @@ batching, lowering. Names, parameters and semantics follow `jax.lax`:
 
 - The index vector is always the last axis of the indices.
 - `mode` (a `GatherScatterMode` or "clip", "fill", "drop",
-  "promise_in_bounds"; None means FILL_OR_DROP, as in JAX): CLIP clamps start
+  "promise_in_bounds"; None means PROMISE_IN_BOUNDS for gather and FILL_OR_DROP
+  for the scatters, as in JAX): CLIP clamps start
   indices so the whole window fits; FILL_OR_DROP makes a gather return
   `fill_value` for windows that do not fit (NaN for inexact dtypes, the
   minimum of signed integers, the maximum of unsigned ones, True for bool) and
@@ -31,18 +32,29 @@ Array([[4., 5.],
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes
+from lamella.core.jaxpr import Jaxpr
+from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import aval_of
-from lamella.lax.arithmetic import add, div, mul
+from lamella.lax.arithmetic import add, div, max, min, mul, neg, sub
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.fill import full
 from lamella.lax.logical import bitwise_and, clamp, eq, ge, le, select
-from lamella.lax.lowering import aval_to_ir_type, hlo, ir, lower_fun, register_lowering
+from lamella.lax.lowering import (
+    aval_to_ir_type,
+    constant,
+    hlo,
+    ir,
+    lower_fun,
+    lower_jaxpr,
+    register_lowering,
+)
 from lamella.lax.mlir_context import element_type
 from lamella.lax.reductions import reduce_and
 from lamella.lax.shapes import broadcast_in_dim, iota, reshape
@@ -50,8 +62,9 @@ from lamella.lax.standard import ANY, BOOL, FLOAT, INT, NUMBER, check_dtypes, st
 
 __all__ = [
     "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "gather",
-    "gather_p", "scatter", "scatter_add", "scatter_add_p", "scatter_max", "scatter_max_p",
-    "scatter_min", "scatter_min_p", "scatter_mul", "scatter_mul_p", "scatter_p",
+    "gather_p", "scatter", "scatter_add", "scatter_add_p", "scatter_apply", "scatter_max",
+    "scatter_max_p", "scatter_min", "scatter_min_p", "scatter_mul", "scatter_mul_p",
+    "scatter_p", "scatter_sub", "scatter_sub_p",
 ]
 
 
@@ -196,7 +209,8 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
     >>> gather(x, np.int32([[5, 0]]), points, (1, 1), mode="clip")
     Array([3.], dtype=float32)
     """
-    mode = GatherScatterMode.from_any(mode)
+    mode = GatherScatterMode.from_any(GatherScatterMode.PROMISE_IN_BOUNDS if mode is None
+                                      else mode)
     if fill_value is not None:
         fill_value = np.asarray(fill_value, aval_of(operand).dtype).item()
     return gather_p.bind(operand, start_indices, dimension_numbers=_tuples(dimension_numbers),
@@ -269,10 +283,10 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, indices_are_so
                       unique_indices, mode, **_):
     zeros = ad.zeros_like_aval(operand.aval)
     ct = ad.instantiate_zeros(ct)
-    return [scatter_add_p.bind(zeros, indices, ct,
-                               dimension_numbers=_gather_to_scatter_dnums(dimension_numbers),
-                               indices_are_sorted=indices_are_sorted,
-                               unique_indices=unique_indices, mode=mode), None]
+    return [_rebind(scatter_add_p, zeros, indices, ct,
+                    dimension_numbers=_gather_to_scatter_dnums(dimension_numbers),
+                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                    mode=mode), None]
 
 
 def _shift(axes: Sequence[int]) -> tuple[int, ...]:
@@ -486,19 +500,29 @@ def _scalar_type(dtype: np.dtype) -> ir.RankedTensorType:
     return ir.RankedTensorType.get([], element_type(dtype))
 
 
-def _scatter_lowering(prim, combine):
+@functools.cache
+def _combiner(op, dtype: np.dtype) -> Jaxpr:
+    """The jaxpr `{ lambda ; a b. let c = op a b in (c,) }` on scalars of `dtype` (one
+    object per op and dtype, so equations compare equal and print it once)."""
+    aval = ShapedArray((), dtype)
+    jaxpr, consts = trace_to_jaxpr(lambda x, y: [op(x, y)], [aval, aval])
+    assert not consts
+    return jaxpr
+
+
+def _scatter_lowering(prim):
     def clipped(operand, indices, updates, *, dimension_numbers, **params):
         indices = _clamp_scatter_indices(operand, indices, updates, dimension_numbers)
         return prim.bind(operand, indices, updates, dimension_numbers=dimension_numbers,
                          **{**params, "mode": GatherScatterMode.PROMISE_IN_BOUNDS})
 
     def rule(ctx, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
-             unique_indices, mode):
+             unique_indices, mode, update_jaxpr, update_consts):
         if mode == GatherScatterMode.CLIP:
             return lower_fun(clipped, multiple_results=False)(
                 ctx, operand, indices, updates, dimension_numbers=dimension_numbers,
                 indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                mode=mode)
+                mode=mode, update_jaxpr=update_jaxpr, update_consts=update_consts)
         # XLA skips updates whose window does not fit: FILL_OR_DROP as it is.
         dn = dimension_numbers
         attr = hlo.ScatterDimensionNumbers.get(
@@ -514,33 +538,72 @@ def _scatter_lowering(prim, combine):
         scalar = _scalar_type(ctx.avals_in[0].dtype)
         block = op.regions[0].blocks.append(scalar, scalar)
         with ir.InsertionPoint(block):
-            hlo.return_([combine(*block.arguments)])
+            if update_jaxpr is None:  # plain scatter: the update replaces the entry
+                hlo.return_([block.arguments[1]])
+            else:
+                consts = [constant(np.asarray(c)) for c in update_consts]
+                hlo.return_(lower_jaxpr(ctx.module_context, update_jaxpr, consts,
+                                        list(block.arguments)))
         return list(op.results)
     return rule
 
 
-def _scatter_primitive(name: str, accepted, combine):
+def _scatter_primitive(name: str, accepted):
     prim = standard_primitive(name)
     prim.def_abstract_eval(_scatter_abstract_eval(name, accepted))
     batching.primitive_batchers[prim] = _scatter_batch(prim)
-    register_lowering(prim, _scatter_lowering(prim, combine))
+    register_lowering(prim, _scatter_lowering(prim))
     return prim
+
+
+# How each scatter combines an entry with an update: the `update_jaxpr` it carries
+# (None for `scatter`, which replaces; `scatter_apply` brings its own function).
+_COMBINE: dict[Any, Any] = {}
+
+
+def _scatter_params(prim, dtype: np.dtype, params: dict) -> dict:
+    """`params` with the update computation of `prim` for operands of `dtype`."""
+    op = _COMBINE.get(prim)
+    return {**params, "update_jaxpr": None if op is None else _combiner(op, dtype),
+            "update_consts": ()}
+
+
+def _rebind(prim, operand, indices, updates, **params):
+    """Binds another scatter with the params of this one (update computation swapped)."""
+    return prim.bind(operand, indices, updates,
+                     **_scatter_params(prim, aval_of(operand).dtype, params))
 
 
 def _bind_scatter(prim, operand, scatter_indices, updates, dimension_numbers,
                   indices_are_sorted, unique_indices, mode):
-    return prim.bind(operand, scatter_indices, updates,
-                     dimension_numbers=_tuples(dimension_numbers),
-                     indices_are_sorted=bool(indices_are_sorted),
-                     unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode))
+    return _rebind(prim, operand, scatter_indices, updates,
+                   dimension_numbers=_tuples(dimension_numbers),
+                   indices_are_sorted=bool(indices_are_sorted),
+                   unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode))
 
 
 def _zeros_like(x: Any) -> Any:
     return ad.zeros_like_aval(aval_of(x))
 
 
-# --- scatter_add --------------------------------------------------------------
-scatter_add_p = _scatter_primitive("scatter_add", NUMBER, hlo.add)
+def _linear_scatter_jvp(prim):
+    """JVP of a scatter linear in operand and updates together (add, sub)."""
+    def rule(primals, tangents, **params):
+        operand, indices, updates = primals
+        out = prim.bind(operand, indices, updates, **params)
+        t_op, _, t_up = tangents
+        if type(t_op) is ad.Zero and type(t_up) is ad.Zero:
+            return out, ad.Zero.from_primal_value(out)
+        return out, prim.bind(ad.instantiate_zeros(t_op), indices, ad.instantiate_zeros(t_up),
+                              **params)
+    return rule
+
+
+# --- scatter_add, scatter_sub --------------------------------------------------
+scatter_add_p = _scatter_primitive("scatter-add", NUMBER)
+scatter_sub_p = _scatter_primitive("scatter-sub", NUMBER)
+_COMBINE[scatter_add_p] = add
+_COMBINE[scatter_sub_p] = sub
 
 
 def scatter_add(operand: Any, scatter_indices: Any, updates: Any,
@@ -559,14 +622,21 @@ def scatter_add(operand: Any, scatter_indices: Any, updates: Any,
                          indices_are_sorted, unique_indices, mode)
 
 
-def _scatter_add_jvp(primals, tangents, **params):
-    operand, indices, updates = primals
-    out = scatter_add_p.bind(operand, indices, updates, **params)
-    t_op, _, t_up = tangents
-    if type(t_op) is ad.Zero and type(t_up) is ad.Zero:
-        return out, ad.Zero.from_primal_value(out)
-    return out, scatter_add_p.bind(ad.instantiate_zeros(t_op), indices,
-                                   ad.instantiate_zeros(t_up), **params)
+def scatter_sub(operand: Any, scatter_indices: Any, updates: Any,
+                dimension_numbers: ScatterDimensionNumbers, *, indices_are_sorted: bool = False,
+                unique_indices: bool = False, mode: str | GatherScatterMode | None = None
+                ) -> Any:
+    """`operand` with each window of `updates` subtracted at its index (repeats
+    accumulate).
+
+    >>> rows = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                scatter_dims_to_operand_dims=(0,))
+    >>> scatter_sub(np.zeros(3, np.float32), np.int32([[0], [2], [0]]),
+    ...             np.float32([1, 2, 3]), rows)
+    Array([-4.,  0., -2.], dtype=float32)
+    """
+    return _bind_scatter(scatter_sub_p, operand, scatter_indices, updates, dimension_numbers,
+                         indices_are_sorted, unique_indices, mode)
 
 
 def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, **params):
@@ -578,11 +648,19 @@ def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, 
     return [ct_op, None, ct_up]
 
 
-ad.primitive_jvps[scatter_add_p] = _scatter_add_jvp
+def _scatter_sub_transpose(ct, operand, indices, updates, **params):
+    ct_op, _, ct_up = _scatter_add_transpose(ct, operand, indices, updates, **params)
+    return [ct_op, None, None if ct_up is None else neg(ct_up)]
+
+
+ad.primitive_jvps[scatter_add_p] = _linear_scatter_jvp(scatter_add_p)
 ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
+ad.primitive_jvps[scatter_sub_p] = _linear_scatter_jvp(scatter_sub_p)
+ad.primitive_transposes[scatter_sub_p] = _scatter_sub_transpose
 
 # --- scatter_mul --------------------------------------------------------------
-scatter_mul_p = _scatter_primitive("scatter_mul", NUMBER, hlo.multiply)
+scatter_mul_p = _scatter_primitive("scatter-mul", NUMBER)
+_COMBINE[scatter_mul_p] = mul
 
 
 def scatter_mul(operand: Any, scatter_indices: Any, updates: Any,
@@ -619,7 +697,7 @@ def _scatter_mul_jvp(primals, tangents, **params):
                 "updates is not computed); differentiate with respect to the operand only, "
                 "or pass unique_indices=True if the indices are unique.")
         # With one update per entry, d(x * u) = x * du where an update lands.
-        spread = scatter_add_p.bind(_zeros_like(operand), indices, t_up, **params)
+        spread = _rebind(scatter_add_p, _zeros_like(operand), indices, t_up, **params)
         t_out = ad.add_tangents(t_out, mul(operand, spread))
     return out, t_out
 
@@ -637,8 +715,10 @@ ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
 
 # --- scatter_min and scatter_max ----------------------------------------------
 _ORDERED = (BOOL, *INT, FLOAT)
-scatter_min_p = _scatter_primitive("scatter_min", _ORDERED, hlo.minimum)
-scatter_max_p = _scatter_primitive("scatter_max", _ORDERED, hlo.maximum)
+scatter_min_p = _scatter_primitive("scatter-min", _ORDERED)
+scatter_max_p = _scatter_primitive("scatter-max", _ORDERED)
+_COMBINE[scatter_min_p] = min
+_COMBINE[scatter_max_p] = max
 
 
 def scatter_min(operand: Any, scatter_indices: Any, updates: Any,
@@ -689,13 +769,12 @@ def _scatter_extremal_jvp(prim):
                                        aval_of(updates).shape, params, fill_value=np.nan))
         kept = eq(operand, out)
         one, zero = full(aval_of(updates).shape, 1, dtype), _zeros_like(updates)
-        count = scatter_add_p.bind(convert_element_type(kept, dtype), indices,
-                                   select(won, one, zero), dimension_numbers=dimension_numbers,
-                                   **params)
+        count = _rebind(scatter_add_p, convert_element_type(kept, dtype), indices,
+                        select(won, one, zero), dimension_numbers=dimension_numbers, **params)
         t_kept = select(kept, ad.instantiate_zeros(t_op), _zeros_like(operand))
-        t_won = scatter_add_p.bind(t_kept, indices,
-                                   select(won, ad.instantiate_zeros(t_up), zero),
-                                   dimension_numbers=dimension_numbers, **params)
+        t_won = _rebind(scatter_add_p, t_kept, indices,
+                        select(won, ad.instantiate_zeros(t_up), zero),
+                        dimension_numbers=dimension_numbers, **params)
         return out, div(t_won, count)
     return rule
 
@@ -703,8 +782,8 @@ def _scatter_extremal_jvp(prim):
 ad.primitive_jvps[scatter_min_p] = _scatter_extremal_jvp(scatter_min_p)
 ad.primitive_jvps[scatter_max_p] = _scatter_extremal_jvp(scatter_max_p)
 
-# --- scatter ------------------------------------------------------------------
-scatter_p = _scatter_primitive("scatter", ANY, lambda old, new: new)
+# --- scatter, scatter_apply ----------------------------------------------------
+scatter_p = _scatter_primitive("scatter", ANY)
 
 
 def scatter(operand: Any, scatter_indices: Any, updates: Any,
@@ -727,7 +806,58 @@ def scatter(operand: Any, scatter_indices: Any, updates: Any,
                          indices_are_sorted, unique_indices, mode)
 
 
+def scatter_apply(operand: Any, scatter_indices: Any, func: Callable[[Any], Any],
+                  dimension_numbers: ScatterDimensionNumbers, *,
+                  update_shape: Sequence[int] = (), indices_are_sorted: bool = False,
+                  unique_indices: bool = False, mode: str | GatherScatterMode | None = None
+                  ) -> Any:
+    """`operand` with `func` applied to the entries at the indices (once per index, so
+    repeated indices apply it repeatedly). `update_shape` is the shape the updates of
+    the equivalent `scatter` would have. Not differentiable (as in JAX).
+
+    >>> rows = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                scatter_dims_to_operand_dims=(0,))
+    >>> scatter_apply(np.ones(3, np.float32), np.int32([[0], [2], [2]]),
+    ...               lambda v: mul(v, np.float32(3)), rows, update_shape=(3,))
+    Array([3., 1., 9.], dtype=float32)
+    """
+    dtype = aval_of(operand).dtype
+    unused = full(tuple(update_shape), 0, dtype)
+    jaxpr, consts = trace_to_jaxpr(lambda x, _: [func(x)], [ShapedArray((), dtype)] * 2)
+    return scatter_p.bind(operand, scatter_indices, unused,
+                          dimension_numbers=_tuples(dimension_numbers),
+                          indices_are_sorted=bool(indices_are_sorted),
+                          unique_indices=bool(unique_indices),
+                          mode=GatherScatterMode.from_any(mode), update_jaxpr=jaxpr,
+                          update_consts=tuple(consts))
+
+
+def _winners(operand_shape, indices, updates_shape, dn: ScatterDimensionNumbers, params):
+    """Which updates a scatter keeps where indices repeat (XLA decides), and which
+    operand entries no update reaches: scatter a positive id per update, read the
+    ids back (JAX's trick)."""
+    ids_shape = tuple(1 if d in dn.update_window_dims else n
+                      for d, n in enumerate(updates_shape))
+    count = int(np.prod(ids_shape))
+    if count >= np.iinfo(np.int32).max:
+        raise ValueError(f"scatter's derivative with repeated indices tags updates with "
+                         f"int32 ids: {count} updates are too many")
+    ids = add(reshape(iota(np.int32, count), ids_shape), np.int32(1))
+    ids = broadcast_in_dim(ids, updates_shape, tuple(range(len(updates_shape))))
+    zeros = full(operand_shape, 0, np.int32)
+    scattered = _rebind(scatter_p, zeros, indices, ids, dimension_numbers=dn, **params)
+    landed = eq(ids, _gather_back(scattered, indices, dn, updates_shape, params))
+    return landed, eq(scattered, zeros)
+
+
+def _check_plain(params, what: str) -> None:
+    if params["update_jaxpr"] is not None:
+        raise TypeError(f"scatter_apply (a scatter with an update function) has no {what}; "
+                        "as in JAX, it is not differentiable.")
+
+
 def _scatter_jvp(primals, tangents, *, dimension_numbers, **params):
+    _check_plain(params, "derivative")
     operand, indices, updates = primals
     t_op, _, t_up = tangents
     if type(t_op) is ad.Zero and type(t_up) is ad.Zero:
@@ -740,46 +870,39 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, **params):
                              **params)
         return out, scatter_p.bind(t_op, indices, t_up, dimension_numbers=dimension_numbers,
                                    **params)
-    # Repeated indices: which update wins is up to XLA, so find out (JAX's
-    # trick). Scatter a positive id per update; read the ids back; an update
-    # landed where its id survived, an operand entry where none landed. Then
-    # primal and tangent are scatter_adds of the masked values, which keeps
-    # the tangent transposable without a transpose rule for scatter.
+    # Repeated indices: with the winners known, primal and tangent are scatter_adds
+    # of the masked values, which keeps the tangent transposable.
     dn = dimension_numbers
-    updates_shape = aval_of(updates).shape
-    ids_shape = tuple(1 if d in dn.update_window_dims else n for d, n in enumerate(updates_shape))
-    count = int(np.prod(ids_shape))
-    if count >= np.iinfo(np.int32).max:
-        raise NotImplementedError(f"scatter's derivative with repeated indices tags updates "
-                                  f"with int32 ids: {count} updates are too many")
-    ids = add(reshape(iota(np.int32, count), ids_shape), np.int32(1))
-    ids = broadcast_in_dim(ids, updates_shape, tuple(range(len(updates_shape))))
-    scattered = scatter_p.bind(full(aval_of(operand).shape, 0, np.int32), indices, ids,
-                               dimension_numbers=dn, **params)
-    landed = eq(ids, _gather_back(scattered, indices, dn, updates_shape, params))
-    untouched = eq(scattered, full(aval_of(operand).shape, 0, np.int32))
+    landed, untouched = _winners(aval_of(operand).shape, indices, aval_of(updates).shape, dn,
+                                 params)
 
     def combine(x, u):
-        return scatter_add_p.bind(select(untouched, x, _zeros_like(x)), indices,
-                                  select(landed, u, _zeros_like(u)), dimension_numbers=dn,
-                                  **params)
+        return _rebind(scatter_add_p, select(untouched, x, _zeros_like(x)), indices,
+                       select(landed, u, _zeros_like(u)), dimension_numbers=dn, **params)
     return combine(operand, updates), combine(t_op, t_up)
 
 
 def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers, **params):
-    if not params["unique_indices"]:
-        raise NotImplementedError("scatter is only transposed when unique_indices=True; "
-                                  "its JVP with repeated indices needs no transpose.")
+    # A scatter is linear in (operand, updates) together: entries that an update
+    # overwrote send nothing back to the operand, and each update that landed gets
+    # the cotangent of its window (with repeated indices, only the winner does).
+    _check_plain(params, "transpose")
     ct = ad.instantiate_zeros(ct)
-    ct_op = ct_up = None
+    dn = dimension_numbers
     updates_aval = updates.aval if ad.is_undefined_primal(updates) else aval_of(updates)
-    if ad.is_undefined_primal(operand):
-        # Overwritten entries get nothing back.
+    operand_aval = operand.aval if ad.is_undefined_primal(operand) else aval_of(operand)
+    if params["unique_indices"]:
         ct_op = scatter_p.bind(ct, indices, ad.zeros_like_aval(updates_aval),
-                               dimension_numbers=dimension_numbers, **params)
-    if ad.is_undefined_primal(updates):
-        ct_up = _gather_back(ct, indices, dimension_numbers, updates_aval.shape, params)
-    return [ct_op, None, ct_up]
+                               dimension_numbers=dn, **params)
+        ct_up = _gather_back(ct, indices, dn, updates_aval.shape, params)
+    else:
+        landed, untouched = _winners(operand_aval.shape, indices, updates_aval.shape, dn,
+                                     params)
+        ct_op = select(untouched, ct, _zeros_like(ct))
+        back = _gather_back(ct, indices, dn, updates_aval.shape, params)
+        ct_up = select(landed, back, _zeros_like(back))
+    return [ct_op if ad.is_undefined_primal(operand) else None, None,
+            ct_up if ad.is_undefined_primal(updates) else None]
 
 
 ad.primitive_jvps[scatter_p] = _scatter_jvp

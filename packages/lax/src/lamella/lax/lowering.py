@@ -85,7 +85,10 @@ def constant(value: Any, dtype: Any = None) -> ir.Value:
     uniform = array.size > 0 and array.dtype.kind in "biuf" and bool(
         np.all(array == array.flat[0]))
     if uniform and array.dtype.kind in "biu":
-        scalar = ir.IntegerAttr.get(element, int(array.flat[0]))
+        first = array.flat[0]
+        if array.dtype.kind == "u":  # the attribute takes the bits as a signed integer
+            first = np.asarray(first).view(f"int{8 * array.dtype.itemsize}")
+        scalar = ir.IntegerAttr.get(element, int(first))
         attr = ir.DenseElementsAttr.get_splat(ir_type, scalar)
     elif uniform:
         scalar = ir.FloatAttr.get(element, float(array.flat[0]))

@@ -15,15 +15,21 @@ __all__ = ["optimization_barrier", "optimization_barrier_p"]
 optimization_barrier_p = standard_primitive("optimization_barrier", multiple_results=True)
 
 
-def optimization_barrier(operand: Any) -> Any:
-    """Returns `operand` (a pytree) unchanged, preventing XLA from moving work across it."""
+def optimization_barrier(operand: Any, /) -> Any:
+    """Returns `operand` (an array or a pytree of them) unchanged, preventing XLA from
+    moving work across it.
+
+    >>> import numpy as np
+    >>> optimization_barrier(np.float32(1.0))
+    Array(1., dtype=float32)
+    """
     leaves, tree = tree_flatten(operand)
     return tree_unflatten(tree, optimization_barrier_p.bind(*leaves))
 
 
 optimization_barrier_p.def_abstract_eval(lambda *avals: list(avals))
 register_lowering(optimization_barrier_p,
-                  lambda ctx, *xs: list(hlo.optimization_barrier(list(xs))))
+                  lambda ctx, *xs: list(hlo.OptimizationBarrierOp(list(xs)).results))
 ad.primitive_jvps[optimization_barrier_p] = lambda primals, tangents: (
     optimization_barrier_p.bind(*primals), tangents)
 batching.primitive_batchers[optimization_barrier_p] = lambda args, dims: (

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lamella.core import ShapedArray
+from lamella.core import ShapedArray, ShapeDtypeStruct, dtypes
 from lamella.core.api_util import flatten_outputs, fun_name
 from lamella.core.config import config
 from lamella.core.jaxpr import ClosedJaxpr
@@ -87,20 +87,19 @@ def check_carry(what: str, in_tree: PyTreeDef, in_avals: Sequence[ShapedArray],
             f"  output carry: {describe_types(out_tree, out_avals)}")
 
 
-def weak_mismatches(in_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedArray]
-                    ) -> list[bool]:
-    """Carry positions that went in weakly typed but came out strongly typed.
-
-    Such carries (e.g. an init of Python 0.0 updated with float32 values) are
-    made strong and the body retraced, as JAX does.
-    """
-    return [a.weak_type and not b.weak_type for a, b in zip(in_avals, out_avals)]
-
-
-def strengthen(leaves: Sequence[Any], which: Sequence[bool]) -> list[Any]:
-    return [convert_element_type(x, aval_of(x).dtype, False) if w else x
-            for x, w in zip(leaves, which)]
-
+def promote_weak_carry(leaves: Sequence[Any], in_avals: Sequence[ShapedArray],
+                       out_avals: Sequence[ShapedArray]) -> tuple[list[Any], bool]:
+    """JAX's rule for weakly typed loop carries (Python scalars): one whose dtype the
+    body changes (an init of 0 updated with float32 values) becomes the promoted
+    dtype, and the body is traced again; one whose dtype stays is kept as it is
+    (weak types are not part of a carry's type), so the body is traced once."""
+    promoted, changed = [], False
+    for x, a, b in zip(leaves, in_avals, out_avals):
+        if a.weak_type and (a.dtype != b.dtype or a.shape != b.shape):
+            target = ShapeDtypeStruct(b.shape, b.dtype, weak_type=b.weak_type)
+            x, changed = convert_element_type(x, dtypes.result_type(x, target)), True
+        promoted.append(x)
+    return promoted, changed
 
 
 class TraceCache:

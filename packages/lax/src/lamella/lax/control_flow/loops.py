@@ -37,9 +37,8 @@ from lamella.lax.control_flow.common import (
     avals_of,
     check_carry,
     describe_types,
-    strengthen,
+    promote_weak_carry,
     trace_fun,
-    weak_mismatches,
 )
 from lamella.lax.logical import select_n
 from lamella.lax.lowering import (
@@ -93,17 +92,18 @@ def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_va
         return val
     leaves, args_tree = tree_flatten((init_val,))
     carry_tree = tree_structure(init_val)
-    while True:
-        avals = tuple(avals_of(leaves))
-        cond, consts, body = _traces(
-            (cond_fun, body_fun), (args_tree, avals),
-            lambda avals=avals: _trace_loop(cond_fun, body_fun, args_tree, carry_tree, avals))
-        # A weakly typed init (a Python scalar) updated with strongly typed values
-        # is made strong and the functions retraced, so the carry keeps one type.
-        weak = weak_mismatches(avals, body.out_avals)
-        if not any(weak):
-            break
-        leaves = strengthen(leaves, weak)
+    avals = tuple(avals_of(leaves))
+    cond, consts, body = _traces(
+        (cond_fun, body_fun), (args_tree, avals),
+        lambda: _trace_loop(cond_fun, body_fun, args_tree, avals))
+    if body.out_tree == carry_tree:
+        leaves, changed = promote_weak_carry(leaves, avals, body.out_avals)
+        if changed:
+            avals = tuple(avals_of(leaves))
+            cond, consts, body = _traces(
+                (cond_fun, body_fun), (args_tree, avals),
+                lambda: _trace_loop(cond_fun, body_fun, args_tree, avals))
+    check_carry("while_loop body_fun", carry_tree, avals, body.out_tree, body.out_avals)
     outs = while_p.bind(*cond.consts, *body.consts, *leaves, cond_jaxpr=cond.closed,
                         body_jaxpr=body.closed, cond_nconsts=len(cond.consts),
                         body_nconsts=len(body.consts))
@@ -113,12 +113,11 @@ def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_va
 _traces = TraceCache()
 
 
-def _trace_loop(cond_fun, body_fun, args_tree, carry_tree, avals):
+def _trace_loop(cond_fun, body_fun, args_tree, avals):
     """(cond, all consts, body): the consts item lets the cache skip closures over tracers."""
     cond = trace_fun(cond_fun, args_tree, avals, "while_loop cond_fun")
     _check_predicate(cond)
     body = trace_fun(body_fun, args_tree, avals, "while_loop body_fun")
-    check_carry("while_loop body_fun", carry_tree, avals, body.out_tree, body.out_avals)
     return cond, [*cond.consts, *body.consts], body
 
 

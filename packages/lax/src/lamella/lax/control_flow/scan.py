@@ -39,7 +39,15 @@ import numpy as np
 from lamella.core import ShapedArray, ad, batching, dtypes, partial_eval
 from lamella.core.api_util import abstractify_args, fun_name
 from lamella.core.config import config
-from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Var, dce_jaxpr, eval_jaxpr
+from lamella.core.jaxpr import (
+    ClosedJaxpr,
+    Jaxpr,
+    Var,
+    dce_jaxpr,
+    eval_jaxpr,
+    pp_eqn,
+    pp_eqn_rules,
+)
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.structural import add_any_p
 from lamella.core.trace import aval_of, set_current_trace
@@ -58,9 +66,8 @@ from lamella.lax.arithmetic import add
 from lamella.lax.control_flow.common import (
     TraceCache,
     check_carry,
-    strengthen,
+    promote_weak_carry,
     trace_fun,
-    weak_mismatches,
 )
 from lamella.lax.control_flow.loops import while_loop
 from lamella.lax.conversion import convert_element_type
@@ -141,18 +148,16 @@ def scan(f: Callable[[Carry, X], tuple[Carry, Y]], init: Carry, xs: X | None = N
 
     carry_avals = abstractify_args(init_flat, names, "lax.scan")
     x_avals = [_unstacked(aval_of(x)) for x in xs_flat]
-    while True:
-        closed, consts, carry_tree, y_tree = _trace_body(f, in_tree, (*carry_avals, *x_avals))
-        n = len(carry_avals)
-        check_carry(f"lax.scan body function ({fun_name(f)})", init_tree, carry_avals,
-                    carry_tree, closed.out_avals[:carry_tree.num_leaves])
-        # A weakly typed init (a Python scalar) updated with strongly typed values
-        # is made strong and the body retraced, so the carry keeps one type.
-        weak = weak_mismatches(carry_avals, closed.out_avals[:n])
-        if not any(weak):
-            break
-        init_flat = strengthen(init_flat, weak)
-        carry_avals = [aval_of(x) for x in init_flat]
+    closed, consts, carry_tree, y_tree = _trace_body(f, in_tree, (*carry_avals, *x_avals))
+    n = len(carry_avals)
+    if carry_tree == init_tree:
+        init_flat, changed = promote_weak_carry(init_flat, carry_avals, closed.out_avals[:n])
+        if changed:
+            carry_avals = [aval_of(x) for x in init_flat]
+            closed, consts, carry_tree, y_tree = _trace_body(f, in_tree,
+                                                             (*carry_avals, *x_avals))
+    check_carry(f"lax.scan body function ({fun_name(f)})", init_tree, carry_avals,
+                carry_tree, closed.out_avals[:carry_tree.num_leaves])
     outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=closed, length=length,
                        reverse=bool(reverse), unroll=unroll, num_consts=len(consts),
                        num_carry=n, linear=(False,) * (len(consts) + n + len(xs_flat)))
@@ -629,6 +634,10 @@ def _scan_lowering(ctx, *args, jaxpr, length, reverse, unroll, num_consts, num_c
 
 
 register_lowering(scan_p, _scan_lowering)
+# `linear` (which operands are linear, for transposition) is lamella's own
+# bookkeeping; equations print with JAX's params.
+pp_eqn_rules[scan_p] = lambda eqn, context: pp_eqn(
+    eqn, context, [(k, v) for k, v in sorted(eqn.params.items()) if k != "linear"])
 
 
 # ---------------------------------------------------------------------------
