@@ -9,13 +9,13 @@ from functools import partial
 
 import numpy as np
 
-from lamella.core import ad
+from lamella.core import ShapedArray, ad, dtypes
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.fill import full_like
-from lamella.lax.logical import eq, select
-from lamella.lax.lowering import chlo, constant, hlo, register_lowering
-from lamella.lax.mlir_context import dtype_of
+from lamella.lax.logical import eq, ge, select
+from lamella.lax.lowering import aval_to_ir_type, chlo, constant, hlo, register_lowering
+from lamella.lax.mlir_context import dtype_of, shape_and_dtype
 from lamella.lax.rounding import floor
 from lamella.lax.standard import (
     ANY,
@@ -26,8 +26,13 @@ from lamella.lax.standard import (
     NUMBER,
     SINT,
     binary_op,
+    broadcast_to_result,
+    broadcasting_shape,
     check_dtypes,
+    check_same_dtypes,
+    const,
     defjvp,
+    hide_none_params,
     maybe_broadcast,
     naryop,
     unbroadcast,
@@ -124,18 +129,106 @@ ad.primitive_transposes[sub_p] = lambda ct, x, y: [
     _linear_operand_ct(ct, x), _linear_operand_ct(ct, y, neg)]
 
 # --- mul ----------------------------------------------------------------------
-mul_p = naryop("mul", NUMBER, hlo.multiply)
-mul = binary_op(mul_p)
-defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+mul_p = naryop("mul", NUMBER, None)
 
 
-def _mul_transpose(ct, x, y):
+def mul(x, y, *, out_dtype=None):
+    """x * y; with `out_dtype`, the operands are converted to it first.
+
+    >>> mul(np.int8(100), np.int8(3), out_dtype=np.int32)
+    Array(300, dtype=int32)
+    """
+    out_dtype = None if out_dtype is None else dtypes.canonicalize_dtype(out_dtype)
+    return mul_p.bind(x, y, out_dtype=out_dtype)
+
+
+@mul_p.def_abstract_eval
+def _mul_abstract_eval(x, y, *, out_dtype):
+    check_dtypes("mul", NUMBER, x, y)
+    check_same_dtypes("mul", x, y)
+    shape = broadcasting_shape("mul", x, y)
+    if out_dtype is not None:
+        return ShapedArray(shape, out_dtype)
+    return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
+
+
+def _mul_lowering(ctx, x, y, *, out_dtype):
+    x, y = broadcast_to_result(ctx, [x, y])
+    if out_dtype is not None and out_dtype != ctx.avals_in[0].dtype:
+        x, y = (hlo.convert(aval_to_ir_type(ctx.avals_out[0]), v) for v in (x, y))
+    return [hlo.multiply(x, y)]
+
+
+register_lowering(mul_p, _mul_lowering)
+defjvp(mul_p, lambda t, x, y, out_dtype: mul(t, y, out_dtype=out_dtype),
+       lambda t, x, y, out_dtype: mul(x, t, out_dtype=out_dtype))
+
+
+def _mul_transpose(ct, x, y, *, out_dtype):
     if ad.is_undefined_primal(x):
-        return [_linear_operand_ct(ct, x, lambda ct: mul(ct, y)), None]
-    return [None, _linear_operand_ct(ct, y, lambda ct: mul(x, ct))]
+        back = None if out_dtype is None else x.aval.dtype
+        return [_linear_operand_ct(ct, x, lambda ct: mul(ct, y, out_dtype=back)), None]
+    back = None if out_dtype is None else y.aval.dtype
+    return [None, _linear_operand_ct(ct, y, lambda ct: mul(x, ct, out_dtype=back))]
 
 
 ad.primitive_transposes[mul_p] = _mul_transpose
+hide_none_params(mul_p, "out_dtype")
+
+# --- mulhi: the high half of a double-width product -------------------------------
+
+
+def _mulhi_lowering(ctx, x, y):
+    """Computed in twice the width below 64 bits; from 32-bit halves at 64 bits
+    (XLA has no multiply-high)."""
+    x, y = broadcast_to_result(ctx, [x, y])
+    aval = ctx.avals_out[0]
+    dtype, bits = aval.dtype, 8 * aval.dtype.itemsize
+    signed = dtype.kind == "i"
+    full = lambda v, t: hlo.broadcast_in_dim(t, constant(v, shape_and_dtype(t)[1]), [])  # noqa: E731
+    if bits < 64:
+        wide_dtype = np.dtype(f"{'i' if signed else 'u'}{2 * bits // 8}")
+        wide = aval_to_ir_type(aval.update(dtype=wide_dtype))
+        product = hlo.multiply(hlo.convert(wide, x), hlo.convert(wide, y))
+        shift = hlo.shift_right_arithmetic if signed else hlo.shift_right_logical
+        return [hlo.convert(x.type, shift(product, full(bits, wide)))]
+    u64 = aval_to_ir_type(aval.update(dtype=np.dtype(np.uint64)))
+    ux, uy = (hlo.bitcast_convert(u64, v) if signed else v for v in (x, y))
+    mask, half = full(0xFFFFFFFF, u64), full(32, u64)
+    x_lo, x_hi = hlo.and_(ux, mask), hlo.shift_right_logical(ux, half)
+    y_lo, y_hi = hlo.and_(uy, mask), hlo.shift_right_logical(uy, half)
+    lo_lo = hlo.multiply(x_lo, y_lo)
+    cross = hlo.add(hlo.multiply(x_hi, y_lo), hlo.shift_right_logical(lo_lo, half))
+    cross2 = hlo.add(hlo.multiply(x_lo, y_hi), hlo.and_(cross, mask))
+    high = hlo.add(hlo.add(hlo.multiply(x_hi, y_hi), hlo.shift_right_logical(cross, half)),
+                   hlo.shift_right_logical(cross2, half))
+    if not signed:
+        return [high]
+    # The signed high half: subtract y where x < 0 and x where y < 0 (mod 2**64).
+    zero = full(0, x.type)
+    less = hlo.ComparisonDirectionAttr.get("LT")
+    signed_cmp = hlo.ComparisonTypeAttr.get("SIGNED")
+    zero_u = full(0, u64)
+    for a, b in ((x, uy), (y, ux)):
+        negative = hlo.compare(a, zero, less, compare_type=signed_cmp)
+        high = hlo.subtract(high, hlo.select(negative, b, zero_u))
+    return [hlo.bitcast_convert(x.type, high)]
+
+
+mulhi_p = naryop("mulhi", INT, None)
+register_lowering(mulhi_p, _mulhi_lowering)
+ad.defjvp_zero(mulhi_p)
+
+
+def mulhi(x, y, /):
+    """The high half of the double-width product of two integers: for N-bit
+    operands, the upper N bits of the 2N-bit x * y.
+
+    >>> mulhi(np.uint32(4000000000), np.uint32(4000000000))
+    Array(3725290298, dtype=uint32)
+    """
+    return mulhi_p.bind(x, y)
+
 
 # --- div ----------------------------------------------------------------------
 def _guarded_integer_division(op: Callable, by_zero: str) -> Callable:
@@ -166,7 +259,7 @@ def _guarded_integer_division(op: Callable, by_zero: str) -> Callable:
 div_p = naryop("div", NUMBER, _guarded_integer_division(hlo.divide, "all ones"))
 div = binary_op(div_p)
 defjvp(div_p, lambda t, x, y: div(t, y),
-       lambda t, x, y: mul(neg(t), div(x, mul(y, y))))
+       lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
 
 
 def _div_transpose(ct, x, y):
@@ -231,15 +324,36 @@ def _integer_pow_lowering(x, y: int):
 def _integer_pow_jvp(t, x, *, y):
     if y == 0:
         return _zeros_like(t)
-    return mul(t, mul(full_like(x, y), integer_pow(x, y - 1)))
+    if y == 1:
+        return t
+    if y == 2:
+        return mul(t, mul(const(x, 2), x))
+    return mul(t, mul(const(x, y), integer_pow(x, y - 1)))
 
 
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
 
 
+square_p = unop("square", NUMBER, lambda x: hlo.multiply(x, x))
+ad.defjvp(square_p, lambda t, x: mul(t, mul(full_like(x, 2), x)))
+
+
 def square(x):
-    """x * x"""
-    return integer_pow(x, 2)
+    """x * x.
+
+    >>> square(np.float32(3.0))
+    Array(9., dtype=float32)
+    """
+    return square_p.bind(x)
+
+
+def reciprocal(x):
+    """1 / x, elementwise (`integer_pow(x, -1)`).
+
+    >>> reciprocal(np.float32(4.0))
+    Array(0.25, dtype=float32)
+    """
+    return integer_pow(x, -1)
 
 
 # --- abs ----------------------------------------------------------------------
@@ -262,7 +376,7 @@ def _abs_jvp(primals, tangents):
     if type(t) is ad.Zero:
         return out, ad.Zero.from_primal_value(out)
     if aval_of(x).dtype.kind != "c":
-        return out, mul(t, sign(x))
+        return out, select(ge(x, const(x, 0)), t, neg(t))
     is_zero = eq(out, _zeros_like(out))
     safe = select(is_zero, full_like(out, 1), out)
     direction = div(conj(x), convert_element_type(safe, aval_of(x).dtype))
@@ -279,15 +393,27 @@ min = binary_op(min_p)
 
 
 def _balanced_eq(x, z, y):
-    """1 where x is the max/min (0.5 at ties, so gradients split evenly)."""
-    one, half, zero = (full_like(z, v) for v in (1, 0.5, 0))
-    return select(eq(x, z), select(eq(y, z), half, one), zero)
+    """1 where x is the max/min z (1/2 at ties, so gradients split evenly)."""
+    return div(select(eq(x, z), full_like(z, 1), full_like(z, 0)),
+               select(eq(y, z), full_like(z, 2), full_like(z, 1)))
 
 
-defjvp(max_p, lambda t, x, y: mul(t, _balanced_eq(x, max(x, y), y)),
-       lambda t, x, y: mul(t, _balanced_eq(y, max(x, y), x)))
-defjvp(min_p, lambda t, x, y: mul(t, _balanced_eq(x, min(x, y), y)),
-       lambda t, x, y: mul(t, _balanced_eq(y, min(x, y), x)))
+def _chooser_jvp(prim):
+    def rule(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        out = prim.bind(x, y)
+        shape = aval_of(out).shape
+        t_out = ad.Zero.from_primal_value(out)
+        for t, a, b in ((tx, x, y), (ty, y, x)):
+            if type(t) is not ad.Zero:
+                t_out = ad.add_tangents(t_out, maybe_broadcast(shape,
+                                                               mul(t, _balanced_eq(a, out, b))))
+        return out, t_out
+    ad.primitive_jvps[prim] = rule
+
+
+_chooser_jvp(max_p)
+_chooser_jvp(min_p)
 
 # --- complex parts: real, imag, conj, complex ------------------------------------
 def _real_dtype(dtype: np.dtype) -> np.dtype:
@@ -344,5 +470,5 @@ ad.primitive_transposes[complex_p] = lambda ct, x, y: [
 
 __all__ = ["abs", "abs_p", "add", "add_p", "complex", "complex_p", "conj", "conj_p", "div",
            "div_p", "imag", "imag_p", "integer_pow", "integer_pow_p", "max", "max_p", "min",
-           "min_p", "mul", "mul_p", "neg", "neg_p", "real", "real_p", "rem", "rem_p", "sign",
-           "sign_p", "square", "sub", "sub_p"]
+           "min_p", "mul", "mul_p", "mulhi", "mulhi_p", "neg", "neg_p", "real", "real_p",
+           "reciprocal", "rem", "rem_p", "sign", "sign_p", "square", "square_p", "sub", "sub_p"]

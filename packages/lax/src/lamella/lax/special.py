@@ -34,7 +34,7 @@ from lamella.core import ShapedArray, ad
 from lamella.core.jaxpr import ClosedJaxpr
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import aval_of
-from lamella.lax.arithmetic import abs, add, div, mul, neg, sign, sub
+from lamella.lax.arithmetic import abs, add, div, mul, neg, sign, square, sub
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.fill import full_like
 from lamella.lax.logical import bitwise_and, bitwise_not, bitwise_or, eq, ge, gt, le, lt, ne, select
@@ -54,6 +54,7 @@ from lamella.lax.standard import (
     FLOAT,
     broadcast_all,
     broadcast_to_result,
+    const,
     defjvp,
     naryop,
     unop,
@@ -112,14 +113,11 @@ def erf_inv(x):
     return erf_inv_p.bind(x)
 
 
-def _erf_slope(x):
-    return mul(_c(x, 2 / math.sqrt(math.pi)), exp(neg(mul(x, x))))
-
-
-ad.defjvp(erf_p, lambda t, x: mul(t, _erf_slope(x)))
-ad.defjvp(erfc_p, lambda t, x: neg(mul(t, _erf_slope(x))))
-ad.defjvp2(erf_inv_p, lambda t, ans, x: mul(t, mul(_c(x, math.sqrt(math.pi) / 2),
-                                                   exp(mul(ans, ans)))))
+ad.defjvp(erf_p, lambda t, x: mul(const(x, 2 / math.sqrt(math.pi)), mul(t, exp(neg(square(x))))))
+ad.defjvp(erfc_p, lambda t, x: mul(const(x, -2 / math.sqrt(math.pi)),
+                                   mul(t, exp(neg(square(x))))))
+ad.defjvp2(erf_inv_p, lambda t, ans, x: mul(const(x, math.sqrt(math.pi) / 2),
+                                            mul(t, exp(square(ans)))))
 
 # --- lgamma, digamma, polygamma, zeta -----------------------------------------
 lgamma_p = unop("lgamma", FLOAT, chlo.lgamma)
@@ -165,7 +163,7 @@ def zeta(x, q):
 
 
 ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
-ad.defjvp(digamma_p, lambda t, x: mul(t, polygamma(_c(x, 1), x)))
+ad.defjvp(digamma_p, lambda t, x: mul(t, polygamma(const(x, 1), x)))
 defjvp(polygamma_p, _not_differentiable("polygamma", "m"),
        lambda t, m, x: mul(t, polygamma(add(m, _c(m, 1)), x)))
 defjvp(zeta_p, _not_differentiable("zeta", "x"),

@@ -101,6 +101,17 @@ def broadcasting_shape(name: str, *avals: ShapedArray) -> tuple[int, ...]:
     return tuple(out)
 
 
+def const(example: Any, value: Any) -> Any:
+    """`value` as a rank-0 constant of `example`'s dtype, for derivative rules: a
+    Python scalar when `example` is weakly typed (so results stay weak), else a
+    NumPy scalar. Binary primitives broadcast it, so it stages as a literal."""
+    aval = aval_of(example)
+    if aval.weak_type:
+        kind = aval.dtype.kind
+        return complex(value) if kind == "c" else int(value) if kind in "iu" else float(value)
+    return np.array(value, aval.dtype)
+
+
 def check_out_sharding(name: str, out_sharding: Any) -> None:
     """`out_sharding=` (and `sharding=`) of JAX's signatures: results live on one
     device here, so only None (the compiler's choice) is meaningful."""

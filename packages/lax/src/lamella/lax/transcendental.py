@@ -11,12 +11,11 @@ implementation of each, so results do not change with it.
 from __future__ import annotations
 
 import enum
-import math
 from typing import Any
 
 from lamella.core import ad
 from lamella.core.trace import aval_of
-from lamella.lax.arithmetic import add, div, integer_pow, mul, neg, sub
+from lamella.lax.arithmetic import add, div, integer_pow, mul, neg, square, sub
 from lamella.lax.fill import full_like
 from lamella.lax.logical import eq, select
 from lamella.lax.lowering import chlo, constant, hlo
@@ -26,6 +25,7 @@ from lamella.lax.standard import (
     INEXACT,
     binary_op,
     broadcast_all,
+    const,
     defjvp,
     hide_none_params,
     naryop,
@@ -145,29 +145,30 @@ sqrt_p, sqrt = _define_with_accuracy("sqrt", INEXACT, _accurate(hlo.sqrt))
 rsqrt_p, rsqrt = _define_with_accuracy("rsqrt", INEXACT, _accurate(hlo.rsqrt))
 cbrt_p, cbrt = _define_with_accuracy("cbrt", FLOAT, _accurate(hlo.cbrt))
 
-# Derivatives are computed at default accuracy (the `accuracy` param is not passed on).
+# JAX's derivative formulas (so derivative jaxprs print alike), computed at default
+# accuracy: the `accuracy` param is not passed on.
 ad.defjvp2(exp_p, lambda t, ans, x, **_: mul(t, ans))
-ad.defjvp2(exp2_p, lambda t, ans, x, **_: mul(t, mul(ans, full_like(x, math.log(2)))))
+ad.defjvp2(exp2_p, lambda t, ans, x, **_: mul(log(const(x, 2)), mul(t, ans)))
 ad.defjvp(log_p, lambda t, x, **_: div(t, x))
-ad.defjvp(log1p_p, lambda t, x, **_: div(t, add(x, full_like(x, 1))))
-ad.defjvp2(expm1_p, lambda t, ans, x, **_: mul(t, add(ans, full_like(x, 1))))
-ad.defjvp2(tanh_p, lambda t, ans, x, **_: mul(t, sub(full_like(x, 1), mul(ans, ans))))
-ad.defjvp2(logistic_p, lambda t, ans, x, **_: mul(t, mul(ans, sub(full_like(x, 1), ans))))
+ad.defjvp(log1p_p, lambda t, x, **_: div(t, add(x, const(x, 1))))
+ad.defjvp2(expm1_p, lambda t, ans, x, **_: mul(t, add(ans, const(ans, 1))))
+ad.defjvp2(tanh_p, lambda t, ans, x, **_: mul(add(t, mul(t, ans)), sub(const(x, 1), ans)))
+ad.defjvp2(logistic_p, lambda t, ans, x, **_: mul(t, mul(ans, sub(const(ans, 1), ans))))
 ad.defjvp(sin_p, lambda t, x, **_: mul(t, cos(x)))
 ad.defjvp(cos_p, lambda t, x, **_: neg(mul(t, sin(x))))
-ad.defjvp2(tan_p, lambda t, ans, x, **_: mul(t, add(full_like(x, 1), mul(ans, ans))))
-ad.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(full_like(x, 1), mul(x, x)))))
-ad.defjvp(acos_p, lambda t, x: neg(mul(t, rsqrt(sub(full_like(x, 1), mul(x, x))))))
-ad.defjvp(atan_p, lambda t, x: div(t, add(full_like(x, 1), mul(x, x))))
+ad.defjvp2(tan_p, lambda t, ans, x, **_: mul(t, add(const(x, 1), square(ans))))
+ad.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(const(x, 1), square(x)))))
+ad.defjvp(acos_p, lambda t, x: mul(t, neg(rsqrt(sub(const(x, 1), square(x))))))
+ad.defjvp(atan_p, lambda t, x: div(t, add(const(x, 1), square(x))))
 ad.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
 ad.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
-ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(mul(x, x), full_like(x, 1)))))
-ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(mul(sub(x, full_like(x, 1)),
-                                                  add(x, full_like(x, 1))))))
-ad.defjvp(atanh_p, lambda t, x: div(t, sub(full_like(x, 1), mul(x, x))))
-ad.defjvp2(sqrt_p, lambda t, ans, x, **_: div(t, mul(full_like(x, 2), ans)))
-ad.defjvp2(rsqrt_p, lambda t, ans, x, **_: mul(t, mul(full_like(x, -0.5), div(ans, x))))
-ad.defjvp2(cbrt_p, lambda t, ans, x, **_: mul(t, mul(full_like(x, 1 / 3), integer_pow(ans, -2))))
+ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), const(x, 1)))))
+ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(square(x), const(x, 1)))))
+ad.defjvp(atanh_p, lambda t, x: mul(integer_pow(add(const(x, 1), x), -1),
+                                    div(t, sub(const(x, 1), x))))
+ad.defjvp2(sqrt_p, lambda t, ans, x, **_: mul(t, div(const(x, 0.5), ans)))
+ad.defjvp2(rsqrt_p, lambda t, ans, x, **_: mul(t, mul(const(x, -0.5), div(ans, x))))
+ad.defjvp2(cbrt_p, lambda t, ans, x, **_: mul(t, mul(const(x, 1 / 3), integer_pow(ans, -2))))
 
 # --- atan2 --------------------------------------------------------------------
 atan2_p = naryop("atan2", FLOAT, hlo.atan2)
