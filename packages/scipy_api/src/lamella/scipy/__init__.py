@@ -21,3 +21,4 @@ from lamella.scipy import optimize as optimize
 from lamella.scipy import signal as signal
 from lamella.scipy import sparse as sparse
 from lamella.scipy import special as special
+from lamella.scipy import stats as stats
