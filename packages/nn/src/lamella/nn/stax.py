@@ -174,6 +174,22 @@ def _kernel_shape(dimension_numbers: Sequence[str], out_chan: int,
             else next(sizes) for c in rhs_spec]
 
 
+def _conv_init(dimension_numbers: Sequence[str], out_chan: int, filter_shape: Sequence[int],
+               spatial_sizes: Any, W_init: Initializer, b_init: Initializer) -> Any:
+    """The `init_fun` shared by the convolutions: kernel, output and bias shapes from
+    the layouts, `spatial_sizes(sizes, kernel_sizes)` giving the output's spatial sizes."""
+    out_spec = dimension_numbers[2]
+
+    def init_fun(rng, input_shape):
+        kernel_shape = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
+        output_shape = _conv_output_shape(input_shape, kernel_shape, spatial_sizes,
+                                          dimension_numbers)
+        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
+        k1, k2 = lr.split(rng)
+        return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
+    return init_fun
+
+
 def GeneralConv(dimension_numbers: Sequence[str], out_chan: int, filter_shape: Sequence[int],
                 strides: Sequence[int] | None = None, padding: Any = "VALID",
                 W_init: Initializer | None = None, b_init: Initializer = _CONV_BIASES) -> Layer:
@@ -185,7 +201,7 @@ def GeneralConv(dimension_numbers: Sequence[str], out_chan: int, filter_shape: S
     >>> out_shape, W.shape, b.shape
     ((-1, 4, 8, 8), (4, 2, 3, 3), (1, 4, 1, 1))
     """
-    _, rhs_spec, out_spec = dimension_numbers
+    rhs_spec = dimension_numbers[1]
     one = (1,) * len(filter_shape)
     strides = tuple(strides or one)
     W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
@@ -196,13 +212,8 @@ def GeneralConv(dimension_numbers: Sequence[str], out_chan: int, filter_shape: S
         return [max(0, (d + lo + hi - k) // s + 1)
                 for d, k, s, (lo, hi) in zip(sizes, kernel_sizes, strides, pads)]
 
-    def init_fun(rng, input_shape):
-        kernel_shape = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
-        output_shape = _conv_output_shape(input_shape, kernel_shape, spatial_sizes,
-                                          dimension_numbers)
-        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-        k1, k2 = lr.split(rng)
-        return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
+    init_fun = _conv_init(dimension_numbers, out_chan, filter_shape, spatial_sizes, W_init,
+                          b_init)
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
@@ -232,7 +243,7 @@ def GeneralConvTranspose(dimension_numbers: Sequence[str], out_chan: int,
     >>> out_shape, apply_fun(params, lnp.ones((1, 4, 4, 3))).shape
     ((1, 8, 8, 2), (1, 8, 8, 2))
     """
-    _, rhs_spec, out_spec = dimension_numbers
+    rhs_spec = dimension_numbers[1]
     one = (1,) * len(filter_shape)
     strides = tuple(strides or one)
     W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
@@ -242,13 +253,8 @@ def GeneralConvTranspose(dimension_numbers: Sequence[str], out_chan: int,
         return [(d - 1) * s - k + 2 + lo + hi
                 for d, k, s, (lo, hi) in zip(sizes, kernel_sizes, strides, pads)]
 
-    def init_fun(rng, input_shape):
-        kernel_shape = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
-        output_shape = _conv_output_shape(input_shape, kernel_shape, spatial_sizes,
-                                          dimension_numbers)
-        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-        k1, k2 = lr.split(rng)
-        return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
+    init_fun = _conv_init(dimension_numbers, out_chan, filter_shape, spatial_sizes, W_init,
+                          b_init)
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
