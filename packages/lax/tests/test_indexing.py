@@ -372,7 +372,7 @@ def test_scatter_apply_applies_the_function_once_per_index():
     assert out.dtype == np.float32
     text = str(lc.make_jaxpr(lambda x: scatter_apply(x, idx, square, ENTRIES,
                                                      update_shape=(3,)))(x))
-    assert "update_jaxpr={ lambda ; " in text and "integer_pow[y=2]" in text
+    assert "update_jaxpr={ lambda ; " in text and "square" in text
     with pytest.raises(TypeError, match="not differentiable"):
         lc.grad(lambda x: reduce_sum(scatter_apply(x, idx, square, ENTRIES,
                                                    update_shape=(3,)), (0,)))(x)

@@ -6,13 +6,12 @@ Shapes are few and small: XLA compiles dominate the run time.
 """
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lamella.core as lc
 import lamella.lax as lax
-from lamella.lax.test_util import check, check_derivatives
+from lamella.lax.test_util import check
 
 RNG = np.random.default_rng(0)
 X = RNG.uniform(0.5, 2.0, (2, 3)).astype(np.float32)
