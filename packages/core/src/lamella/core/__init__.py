@@ -19,6 +19,7 @@ from lamella.core import (
                                    errors,
                                    partial_eval,
                                    stages,
+                                   state,
                                    tree,
                                    tree_util,
                                    typing,

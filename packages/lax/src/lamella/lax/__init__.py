@@ -264,6 +264,7 @@ from lamella.lax.shapes import (  # noqa: E402
                                      squeeze_p,
                                      transpose,
 )
+from lamella.lax import state_rules  # noqa: E402,F401  (discharge rules for refs)
 from lamella.lax.sorting import sort, sort_key_val, sort_p, top_k, top_k_p  # noqa: E402
 from lamella.lax.special import (  # noqa: E402
                                      bessel_i0e,
