@@ -294,6 +294,7 @@ from lamella.lax.special import (  # noqa: E402
                                      zeta,
                                      zeta_p,
 )
+from lamella.lax.tokens import after_all, after_all_p, create_token, create_token_p  # noqa: E402
 from lamella.lax.transcendental import (  # noqa: E402
                                      AccuracyMode,
                                      Tolerance,

@@ -28,6 +28,7 @@ from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import Tracer, aval_of, current_trace, eval_trace
 from lamella.lax import runtime
 from lamella.lax.lowering import LoweredModule, lower_jaxpr_to_module
+from lamella.lax.tokens import AbstractToken, Token
 
 
 class _LRU:
@@ -60,11 +61,18 @@ class _LRU:
 
 
 def _physical_aval(aval: ShapedArray) -> ShapedArray:
+    if isinstance(aval, AbstractToken):  # tokens cross the boundary as empty arrays
+        return ShapedArray((0,), np.dtype(bool))
     return aval.update(dtype=np.dtype(bool)) if aval.dtype == dtypes.float0 else aval
 
 
+def _is_float0(aval: Any) -> bool:
+    return getattr(aval, "dtype", None) == dtypes.float0
+
+
 class CompiledProgram:
-    """An executable for one closed jaxpr; translates float0 values at the boundary."""
+    """An executable for one closed jaxpr; translates float0 values and tokens (which
+    have no data) at the boundary."""
 
     def __init__(self, lowered: LoweredModule, compiler_options: tuple | None = None):
         self.lowered = lowered
@@ -76,19 +84,27 @@ class CompiledProgram:
             lowered.module, donated_args=donated,
             out_avals=[_physical_aval(a) for a in lowered.out_avals],
             compiler_options=dict(compiler_options or ()))
-        self._float0_in = [i for i, a in enumerate(lowered.in_avals) if a.dtype == dtypes.float0]
-        self._float0_out = [i for i, a in enumerate(lowered.out_avals)
-                            if a.dtype == dtypes.float0]
-        self.translates_float0 = bool(self._float0_in or self._float0_out)
+        self._float0_in = [i for i, a in enumerate(lowered.in_avals) if _is_float0(a)]
+        self._float0_out = [i for i, a in enumerate(lowered.out_avals) if _is_float0(a)]
+        self._token_in = [i for i, a in enumerate(lowered.in_avals)
+                          if isinstance(a, AbstractToken)]
+        self._token_out = [i for i, a in enumerate(lowered.out_avals)
+                           if isinstance(a, AbstractToken)]
+        self.translates_float0 = bool(self._float0_in or self._float0_out or self._token_in
+                                      or self._token_out)
 
     def __call__(self, *args):
-        if self._float0_in:
+        if self._float0_in or self._token_in:
             args = list(args)
             for i in self._float0_in:
                 args[i] = np.zeros(np.shape(args[i]), bool)
+            for i in self._token_in:
+                args[i] = np.zeros(0, bool)
         outs = self.executable(*args)
         for i in self._float0_out:
             outs[i] = np.zeros(outs[i].shape, dtypes.float0)
+        for i in self._token_out:
+            outs[i] = Token()
         return outs
 
     def as_text(self) -> str:

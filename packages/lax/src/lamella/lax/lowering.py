@@ -10,6 +10,13 @@ when backends differ); `lower_fun(fn)` makes a rule from a Python function of
 existing primitives, traced and lowered inline. Sub-jaxprs of calls (`jit`)
 become private functions, lowered once per module.
 
+This module is lamella's `jax.interpreters.mlir`: besides its own names it has
+JAX's helpers for writing rules (`ir_constant`, `aval_to_ir_type`,
+`dtype_to_ir_type`, `i32_attr`, `dense_int_array`, `ir_attribute`,
+`shape_tensor`, `jaxpr_subcomp`, `lower_jaxpr_to_fun`, `core_call_lowering`,
+`merge_mlir_modules` ...), so a custom primitive written for JAX lowers here
+unchanged. There is one device, and no effect tokens are threaded.
+
 >>> import numpy as np
 >>> import lamella.core as lc
 >>> import lamella.lax as lax
@@ -25,6 +32,7 @@ module @jit_f attributes {...} {
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,20 +48,35 @@ from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from lamella.core.staging import trace_to_jaxpr
 from lamella.lax.mlir_context import element_type, make_context, module_to_string
 
-__all__ = ["LoweringRuleContext", "ModuleContext", "LoweredModule", "chlo", "constant", "hlo", "ir",
-           "lower_fun", "lower_jaxpr_to_module", "register_lowering", "aval_to_ir_type"]
+__all__ = ["ConstantHandler", "LoweredModule", "LoweringParameters", "LoweringRule",
+           "LoweringRuleContext", "ModuleContext", "Value", "aval_to_ir_type", "aval_to_ir_types",
+           "chlo", "constant", "core_call_lowering", "dense_int_array", "dense_int_elements",
+           "dtype_to_ir_type", "flatten_ir_types", "flatten_ir_values", "hlo", "i32_attr",
+           "i64_attr", "ir", "ir_attribute", "ir_constant", "ir_constants", "ir_type_handlers",
+           "jaxpr_subcomp", "lower_fun", "lower_jaxpr_to_fun", "lower_jaxpr_to_module",
+           "make_ir_context", "merge_mlir_modules", "module_to_bytecode", "module_to_string",
+           "register_constant_handler", "register_lowering", "shape_tensor", "token_type",
+           "unflatten_ir_values_like_types"]
 
-Rule = Callable[..., Sequence[ir.Value]]
-_rules: dict[tuple[Any, str | None], Rule] = {}
+LoweringRule = Callable[..., Sequence[ir.Value]]
+"""A rule: `rule(ctx, *operands, **params) -> Sequence[ir.Value]`, one value per output."""
+Value = ir.Value
+_rules: dict[tuple[Any, str | None], LoweringRule] = {}
 
 
-def register_lowering(primitive, rule: Rule, platform: str | None = None) -> Rule:
-    """Installs `rule` as the lowering of `primitive` (on `platform`, or on all)."""
+def register_lowering(primitive, rule: LoweringRule, platform: str | None = None, *,
+                      inline: bool = True, cacheable: bool = True) -> LoweringRule:
+    """Installs `rule` as the lowering of `primitive` (on `platform`, or on all).
+
+    `inline` and `cacheable` are JAX's; rules here are always lowered inline."""
     _rules[(primitive, platform)] = rule
     return rule
 
 
-def _rule_for(primitive, platform: str) -> Rule:
+def _rule_for(primitive, platform: str, overrides: Sequence = ()) -> LoweringRule:
+    for prim, rule in overrides:
+        if prim is primitive:
+            return rule
     rule = _rules.get((primitive, platform)) or _rules.get((primitive, None))
     if rule is None:
         raise NotImplementedError(
@@ -71,8 +94,40 @@ def _physical(aval: ShapedArray) -> np.dtype:
     return np.dtype(bool) if aval.dtype == dtypes.float0 else aval.dtype
 
 
-def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
+def _array_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
     return ir.RankedTensorType.get(list(aval.shape), element_type(_physical(aval)))
+
+
+# The MLIR type of each kind of abstract value (a table other kinds register in).
+ir_type_handlers: dict[type, Callable[[Any], ir.Type | tuple[ir.Type, ...]]] = {
+    ShapedArray: _array_ir_type}
+
+
+def _ir_types(aval: Any) -> ir.Type | tuple[ir.Type, ...]:
+    handler = ir_type_handlers.get(type(aval))
+    if handler is None:
+        raise TypeError(f"No ir_type_handler for aval type: {type(aval).__name__}")
+    return handler(aval)
+
+
+def aval_to_ir_type(ctx: Any, aval: Any = None) -> ir.Type:
+    """The MLIR type of `aval`: `aval_to_ir_type(aval)`, or JAX's
+    `aval_to_ir_type(ctx, aval)` (the module context is not needed here)."""
+    ir_type = _ir_types(ctx if aval is None else aval)
+    if not isinstance(ir_type, ir.Type):
+        raise TypeError(f"Expected a single IR type, got {ir_type}")
+    return ir_type
+
+
+def aval_to_ir_types(ctx: Any, aval: Any = None) -> tuple[ir.Type, ...]:
+    """The MLIR types of `aval`, as a tuple (JAX's form for avals of several values)."""
+    ir_type = _ir_types(ctx if aval is None else aval)
+    return (ir_type,) if isinstance(ir_type, ir.Type) else tuple(ir_type)
+
+
+def dtype_to_ir_type(dtype: Any) -> ir.Type:
+    """The MLIR element type of a NumPy dtype (`f32` for float32 ...)."""
+    return element_type(np.dtype(dtype))
 
 
 def constant(value: Any, dtype: Any = None) -> ir.Value:
@@ -111,6 +166,19 @@ def _storage(array: np.ndarray) -> np.ndarray:
 # Contexts.
 
 
+@dataclass(frozen=True)
+class LoweringParameters:
+    """Options of one lowering (JAX's). `override_lowering_rules`, a sequence of
+    (primitive, rule) pairs, takes precedence over the registered rules; the
+    others concern export and sharding and have no effect here."""
+
+    override_lowering_rules: tuple[tuple[Any, LoweringRule], ...] | None = None
+    global_constant_computation: bool = False
+    for_export: bool = False
+    export_ignore_forward_compatibility: bool = False
+    hoist_constants_as_args: bool = False
+
+
 @dataclass
 class ModuleContext:
     """State shared while lowering one module."""
@@ -119,6 +187,7 @@ class ModuleContext:
     platform: str
     functions: dict[int, tuple[str, ClosedJaxpr]] = field(default_factory=dict)
     names: set[str] = field(default_factory=set)
+    lowering_parameters: LoweringParameters = field(default_factory=lambda: LoweringParameters())
 
     def unique_name(self, base: str) -> str:
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "fn"
@@ -166,8 +235,9 @@ def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
             return constant(v.val, _physical(v.aval))
         return env[v]
 
+    overrides = ctx.lowering_parameters.override_lowering_rules or ()
     for eqn in jaxpr.eqns:
-        rule = _rule_for(eqn.primitive, ctx.platform)
+        rule = _rule_for(eqn.primitive, ctx.platform, overrides)
         rule_ctx = LoweringRuleContext(ctx, eqn.primitive, [v.aval for v in eqn.invars],
                                        [v.aval for v in eqn.outvars])
         with _location(eqn):
@@ -185,27 +255,34 @@ def closed_consts(closed: ClosedJaxpr) -> list[ir.Value]:
             for c, v in zip(closed.consts, closed.jaxpr.constvars)]
 
 
+def _define_function(ctx: ModuleContext, closed: ClosedJaxpr, name: str,
+                     public: bool = False) -> func.FuncOp:
+    """`closed` as a function of the module (private unless `public`)."""
+    symbol = ctx.unique_name(name)
+    in_types = [aval_to_ir_type(a) for a in closed.in_avals]
+    out_types = [aval_to_ir_type(a) for a in closed.out_avals]
+    with ir.InsertionPoint(ctx.module.body), ir.Location.unknown():
+        fn = func.FuncOp(symbol, (in_types, out_types))
+        fn.attributes["sym_visibility"] = ir.StringAttr.get("public" if public else "private")
+        entry = fn.add_entry_block()
+        with ir.InsertionPoint(entry):
+            outs = lower_jaxpr(ctx, closed.jaxpr, closed_consts(closed), entry.arguments)
+            func.ReturnOp(outs)
+    return fn
+
+
 def call_function(ctx: ModuleContext, closed: ClosedJaxpr, name: str,
                   args: Sequence[ir.Value]) -> list[ir.Value]:
     """Calls `closed` as a private function of the module, defined on first use."""
     known = ctx.functions.get(id(closed))
     if known is None or known[1] is not closed:
-        symbol = ctx.unique_name(name)
-        in_types = [aval_to_ir_type(a) for a in closed.in_avals]
-        out_types = [aval_to_ir_type(a) for a in closed.out_avals]
-        with ir.InsertionPoint(ctx.module.body), ir.Location.unknown():
-            fn = func.FuncOp(symbol, (in_types, out_types))
-            fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
-            entry = fn.add_entry_block()
-            with ir.InsertionPoint(entry):
-                outs = lower_jaxpr(ctx, closed.jaxpr, closed_consts(closed), entry.arguments)
-                func.ReturnOp(outs)
-        ctx.functions[id(closed)] = known = (symbol, closed)
+        fn = _define_function(ctx, closed, name)
+        ctx.functions[id(closed)] = known = (fn.name.value, closed)
     out_types = [aval_to_ir_type(a) for a in closed.out_avals]
     return list(func.CallOp(out_types, ir.FlatSymbolRefAttr.get(known[0]), list(args)).results)
 
 
-def lower_fun(fun: Callable, multiple_results: bool = True) -> Rule:
+def lower_fun(fun: Callable, multiple_results: bool = True) -> LoweringRule:
     """A lowering rule from a Python function of existing primitives.
 
     `fun(*operands, **params)` is traced with the operands' avals and its jaxpr
@@ -265,13 +342,16 @@ _contexts = _Contexts()
 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, *, name: str,
                           donated_invars: Sequence[bool] | None = None,
-                          platform: str = "cpu") -> LoweredModule:
+                          platform: str = "cpu",
+                          lowering_parameters: LoweringParameters | None = None
+                          ) -> LoweredModule:
     """The module `@jit_<name>` whose public `@main` computes `closed`."""
     context = _contexts.get()
     donated_invars = tuple(donated_invars or (False,) * len(closed.in_avals))
     with context, ir.Location.unknown():
         module = ir.Module.create()
-        ctx = ModuleContext(module, platform)
+        ctx = ModuleContext(module, platform,
+                            lowering_parameters=lowering_parameters or LoweringParameters())
         ctx.names.add("main")
         module_name = ctx.unique_name(f"jit_{name}")
         module.operation.attributes["sym_name"] = ir.StringAttr.get(module_name)
@@ -281,15 +361,231 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, *, name: str,
             ir.IntegerType.get_signless(32), 1)
         in_types = [aval_to_ir_type(a) for a in closed.in_avals]
         out_types = [aval_to_ir_type(a) for a in closed.out_avals]
+        # Tokens cross the entry point as empty arrays (the executor's view of them):
+        # made afresh inside, returned as an empty constant.
+        token = token_type()
+        empty = ir.RankedTensorType.get([0], ir.IntegerType.get_signless(1))
         with ir.InsertionPoint(module.body):
-            main = func.FuncOp("main", (in_types, out_types))
+            main = func.FuncOp("main", ([empty if t == token else t for t in in_types],
+                                        [empty if t == token else t for t in out_types]))
             main.attributes["sym_visibility"] = ir.StringAttr.get("public")
             main.result_attrs = ir.ArrayAttr.get([
                 ir.DictAttr.get({"jax.result_info": ir.StringAttr.get(f"result[{i}]")})
                 for i in range(len(out_types))])
             entry = main.add_entry_block()
             with ir.InsertionPoint(entry):
-                outs = lower_jaxpr(ctx, closed.jaxpr, closed_consts(closed), entry.arguments)
-                func.ReturnOp(outs)
+                args = [hlo.after_all([]) if t == token else a
+                        for t, a in zip(in_types, entry.arguments)]
+                outs = lower_jaxpr(ctx, closed.jaxpr, closed_consts(closed), args)
+                func.ReturnOp([constant(np.zeros(0, bool)) if t == token else o
+                               for t, o in zip(out_types, outs)])
     return LoweredModule(module, closed.in_avals, closed.out_avals, donated_invars,
                          name=module_name)
+
+
+# ---------------------------------------------------------------------------
+# JAX's helpers for writing rules (jax.interpreters.mlir).
+
+ConstantHandler = Callable[[Any], Sequence[ir.Value]]
+"""Lowers a Python value of one type to constants: `handler(value) -> [ir.Value]`."""
+_constant_handlers: dict[type, ConstantHandler] = {}
+
+
+def register_constant_handler(type_: type, handler_fun: ConstantHandler) -> None:
+    """Makes `ir_constants` lower values of `type_` (and subclasses) with `handler_fun`."""
+    _constant_handlers[type_] = handler_fun
+
+
+def ir_constants(val: Any, const_lowering: Any = None, aval: Any = None
+                 ) -> tuple[ir.Value, ...]:
+    """`val` as MLIR constants: through a registered handler for its type, else as
+    a NumPy value (of `aval`'s dtype when given; Python scalars canonicalized, so
+    1.0 is float32 without x64). `const_lowering` is JAX's and unused here."""
+    for cls in type(val).__mro__:
+        handler = _constant_handlers.get(cls)
+        if handler is not None:
+            return tuple(handler(val))
+    array = np.asarray(val)
+    dtype = aval.dtype if aval is not None else dtypes.canonicalize_dtype(array.dtype)
+    return (constant(array, _physical(ShapedArray(array.shape, np.dtype(dtype)))),)
+
+
+def ir_constant(val: Any, const_lowering: Any = None, aval: Any = None) -> ir.Value:
+    """`val` as one MLIR constant (see `ir_constants`).
+
+    >>> from lamella.lax.mlir_context import make_context
+    >>> with make_context(), ir.Location.unknown():
+    ...     print(ir_constant(2.0).type)
+    tensor<f32>
+    """
+    values = ir_constants(val, const_lowering, aval)
+    if len(values) != 1:
+        raise TypeError(f"ir_constant: {type(val).__name__} lowers to {len(values)} values")
+    return values[0]
+
+
+def i32_attr(i: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), int(i))
+
+
+def i64_attr(i: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(i))
+
+
+def dense_int_array(xs: Sequence[int]) -> ir.Attribute:
+    """`array<i64: ...>`, the form StableHLO's dimension lists take."""
+    return ir.DenseI64ArrayAttr.get([int(x) for x in xs])
+
+
+def dense_int_elements(xs: Sequence[int]) -> ir.DenseElementsAttr:
+    """`dense<[...]> : tensor<nxi64>`."""
+    return ir.DenseIntElementsAttr.get(np.asarray(xs, np.int64))
+
+
+def _array_attribute(val: Any) -> ir.Attribute:
+    array = np.asarray(val)
+    if array.dtype == np.dtype(bool):
+        return ir.DenseElementsAttr.get(np.packbits(array, bitorder="little"),
+                                        type=ir.IntegerType.get_signless(1),
+                                        shape=list(array.shape))
+    return ir.DenseElementsAttr.get(_storage(array), type=element_type(array.dtype),
+                                    shape=list(array.shape))
+
+
+_attribute_handlers: dict[type, Callable[[Any], ir.Attribute]] = {
+    bool: ir.BoolAttr.get,
+    int: i64_attr,
+    float: lambda v: ir.FloatAttr.get(ir.F64Type.get(), v),
+    str: ir.StringAttr.get,
+    np.ndarray: _array_attribute,
+    np.generic: _array_attribute,
+    list: lambda v: ir.ArrayAttr.get([ir_attribute(x) for x in v]),
+    tuple: lambda v: ir.ArrayAttr.get([ir_attribute(x) for x in v]),
+    ir.Attribute: lambda v: v,
+}
+
+
+def ir_attribute(val: Any) -> ir.Attribute:
+    """A Python value (bool, int, float, str, NumPy array, or a list or tuple of
+    them) as an MLIR attribute."""
+    for cls in type(val).__mro__:
+        handler = _attribute_handlers.get(cls)
+        if handler is not None:
+            return handler(val)
+    raise TypeError(f"No attribute handler defined for type: {type(val)}")
+
+
+def _flatten(xs: Any) -> list:
+    if isinstance(xs, (ir.Value, ir.Type)):
+        return [xs]
+    return [leaf for x in xs for leaf in _flatten(x)]
+
+
+def flatten_ir_values(xs: Any) -> list[ir.Value]:
+    """The values of a nesting of sequences of values (what rules may return)."""
+    return _flatten(xs)
+
+
+def flatten_ir_types(xs: Any) -> list[ir.Type]:
+    """The types of a nesting of sequences of types."""
+    return _flatten(xs)
+
+
+def unflatten_ir_values_like_types(xs: Sequence[ir.Value], ys: Sequence[Any]) -> list[Any]:
+    """`xs` grouped like `ys`: a value per type, a tuple of values per tuple of types."""
+    xs = iter(xs)
+    return [next(xs) if isinstance(y, ir.Type) else tuple(next(xs) for _ in _flatten(y))
+            for y in ys]
+
+
+def shape_tensor(ctx: Any, sizes: Sequence[int | ir.Value]) -> ir.Value:
+    """A 1-D int32 tensor of `sizes` (ints or scalar values)."""
+    one = ir.RankedTensorType.get([1], ir.IntegerType.get_signless(32))
+    scalar_i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
+
+    def piece(d):
+        if isinstance(d, (int, np.integer)):
+            return constant(np.array([d], np.int32))
+        if d.type != scalar_i32:
+            d = hlo.convert(scalar_i32, d)
+        return hlo.reshape(one, d)
+    pieces = [piece(d) for d in sizes]
+    if not pieces:
+        return constant(np.zeros(0, np.int32))
+    return pieces[0] if len(pieces) == 1 else hlo.concatenate(pieces, 0)
+
+
+def token_type() -> ir.Type:
+    """StableHLO's `!stablehlo.token`."""
+    return hlo.TokenType.get()
+
+
+def make_ir_context() -> ir.Context:
+    """An MLIR context with the StableHLO and CHLO dialects loaded."""
+    return make_context()
+
+
+def module_to_bytecode(module: ir.Module) -> bytes:
+    """The module as MLIR bytecode."""
+    output = io.BytesIO()
+    module.operation.write_bytecode(file=output)
+    return output.getvalue()
+
+
+def jaxpr_subcomp(ctx: ModuleContext, jaxpr: Jaxpr, name_stack: Any, tokens: Any,
+                  consts_for_constvars: Sequence[ir.Value], *args: ir.Value,
+                  dim_var_values: Sequence[ir.Value] = (), const_lowering: Any = None,
+                  outer_traceback: Any = None) -> tuple[list[ir.Value], Any]:
+    """Lowers `jaxpr` inline at the insertion point: (its outputs, `tokens`).
+
+    JAX's signature; `name_stack`, `dim_var_values`, `const_lowering` and
+    `outer_traceback` are not used, and `tokens` comes back unchanged (no effect
+    tokens are threaded here)."""
+    return lower_jaxpr(ctx, jaxpr, consts_for_constvars, args), tokens
+
+
+def lower_jaxpr_to_fun(ctx: ModuleContext, name: str, jaxpr: ClosedJaxpr | Jaxpr,
+                       effects: Sequence[Any] = (), *, num_const_args: int = 0,
+                       main_function: bool = False, **_: Any) -> func.FuncOp:
+    """Defines `jaxpr` as a function `name` of the module (public if
+    `main_function`) and returns it. Sharding and layout options of JAX's
+    signature are accepted and have no effect on one device."""
+    closed = jaxpr if isinstance(jaxpr, ClosedJaxpr) else ClosedJaxpr(jaxpr, [])
+    return _define_function(ctx, closed, name, public=main_function)
+
+
+def core_call_lowering(ctx: LoweringRuleContext, *args: ir.Value, name: str,
+                       backend: Any = None, call_jaxpr: ClosedJaxpr | Jaxpr) -> list[ir.Value]:
+    """The lowering of a call primitive: `call_jaxpr` as a private function, called."""
+    closed = call_jaxpr if isinstance(call_jaxpr, ClosedJaxpr) else ClosedJaxpr(call_jaxpr, [])
+    return call_function(ctx.module_context, closed, name, args)
+
+
+def merge_mlir_modules(dst_module: ir.Module, sym_name: str, src_module: ir.Module,
+                       dst_symtab: ir.SymbolTable | None = None) -> str:
+    """Moves the functions of `src_module` into `dst_module`, all made private: its
+    `main` renamed to `sym_name` (made unique), others renamed where they clash.
+    Returns the name `main` got; `src_module` is left empty."""
+    src_symtab = ir.SymbolTable(src_module.operation)
+    dst_symtab = dst_symtab or ir.SymbolTable(dst_module.operation)
+    renamings: dict[str, str] = {}
+    for op in src_module.body.operations:
+        name = op.attributes["sym_name"].value
+        if name == "main" or name in dst_symtab:
+            base = new = sym_name if name == "main" else name
+            i = 0
+            while new in src_symtab or new in dst_symtab or new in renamings.values():
+                new, i = f"{base}_{i}", i + 1
+            renamings[name] = new
+    for op in src_module.body.operations:
+        name = op.attributes["sym_name"].value
+        if name in renamings:
+            src_symtab.set_symbol_name(op, renamings[name])
+        op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    for old, new in renamings.items():
+        for op in src_module.body.operations:
+            src_symtab.replace_all_symbol_uses(old, new, op)
+    for op in list(src_module.body.operations):
+        dst_module.body.append(op)
+        dst_symtab.insert(op)
+    return renamings["main"]

@@ -36,6 +36,7 @@ from lamella.lax.runtime.arrays import (
 from lamella.lax.runtime.backends import (
     Device,
     XlaRuntimeError,
+    approx_top_k_output_size,
     default_device,
     device_count,
     devices,

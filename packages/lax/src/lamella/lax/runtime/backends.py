@@ -330,3 +330,12 @@ def sharding_for(device: Device) -> _jax.SingleDeviceSharding:
         return _backends().shardings[device]
     except KeyError:
         raise ValueError(f"{device!r} is not a device of this process") from None
+
+
+def approx_top_k_output_size(input_size: int, rank: int, k: int, recall_target: float,
+                             aggregate_to_topk: bool, input_size_override: int) -> int:
+    """The size XLA's approximate top-k reduces an axis of `input_size` to (`k` when
+    aggregating to the top k), as computed by XLA itself."""
+    size, _ = _jax.approx_top_k_reduction_output_size(
+        input_size, rank, k, recall_target, aggregate_to_topk, input_size_override)
+    return int(size)
