@@ -8,7 +8,7 @@ import pytest
 import lamella.core as lc
 import lamella.lax as lax
 from lamella.core import ShapedArray
-from lamella.lax.lowering import hlo, lower_fun, lower_jaxpr_to_module, register_lowering
+from lamella.lax.lowering import hlo, lower_fun, lower_closed_jaxpr, register_lowering
 
 
 def _unary_primitive(name):
@@ -77,6 +77,6 @@ def test_sub_jaxprs_become_functions_lowered_once():
 
 def test_lowered_module_has_a_public_main_and_locations():
     closed = lc.make_jaxpr(lax.sin)(np.ones(2, np.float32))
-    lowered = lower_jaxpr_to_module(closed, name="f")
+    lowered = lower_closed_jaxpr(closed, name="f")
     assert "func.func public @main" in lowered.as_text()
     assert "test_lowering.py" in lowered.as_text(debug_info=True)

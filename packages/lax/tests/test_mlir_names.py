@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+from jaxlib.mlir.dialects import func
 
 import lamella.core as lc
 import lamella.lax as lax
@@ -72,7 +73,7 @@ def test_override_lowering_rules_take_precedence():
     params = mlir.LoweringParameters(
         override_lowering_rules=((scale_p, lambda ctx, x, *, factor: [x]),))
     closed = lc.make_jaxpr(lambda x: scale_p.bind(x, factor=3.0))(np.float32(1.0))
-    text = str(mlir.lower_jaxpr_to_module(closed, name="f", lowering_parameters=params).module)
+    text = str(mlir.lower_closed_jaxpr(closed, name="f", lowering_parameters=params).module)
     assert "stablehlo.multiply" not in text
 
 
@@ -126,11 +127,14 @@ def test_register_constant_handler_is_used_by_ir_constants():
 
 def test_module_to_bytecode_and_merge_modules():
     closed = lc.make_jaxpr(lambda x: lax.sin(x))(np.float32(1.0))
-    lowered = mlir.lower_jaxpr_to_module(closed, name="a")
+    lowered = mlir.lower_closed_jaxpr(closed, name="a")
     with lowered.module.context:
         assert mlir.module_to_bytecode(lowered.module)[:4] == b"ML\xefR"
+        cosine = lc.make_jaxpr(lambda x: lax.cos(x))(np.float32(1.0))
         other = mlir.lower_jaxpr_to_module(
-            lc.make_jaxpr(lambda x: lax.cos(x))(np.float32(1.0)), name="b")
+            "b", cosine, num_const_args=0, in_avals=cosine.in_avals, ordered_effects=[],
+            platforms=["cpu"], backend=None, axis_context=None, donated_args=[False],
+            lowering_parameters=mlir.LoweringParameters())
     with lowered.module.context:
         name = mlir.merge_mlir_modules(lowered.module, "cosine", other.module)
     assert name == "cosine"
@@ -144,10 +148,51 @@ def test_jaxpr_subcomp_and_core_call_lowering_in_a_rule():
     square_call_p.def_abstract_eval(lambda x: x)
 
     def rule(ctx, x):
-        outs, _ = mlir.jaxpr_subcomp(ctx.module_context, inner.jaxpr, None, None, [], x)
+        outs, tokens = mlir.jaxpr_subcomp(ctx.module_context, inner.jaxpr, None,
+                                          mlir.TokenSet(), [], x, dim_var_values=[],
+                                          const_lowering=None, outer_traceback=None)
+        assert len(tokens) == 0
         return mlir.core_call_lowering(ctx, *outs, name="sq", call_jaxpr=inner)
 
     mlir.register_lowering(square_call_p, rule)
     f = lc.jit(square_call_p.bind)
     assert float(f(np.float32(3.0))) == 81.0
     assert "func.func private @sq" in f.lower(np.float32(3.0)).as_text()
+
+
+def test_lower_jaxpr_to_fun_defines_a_callable_function():
+    inner = lc.make_jaxpr(lambda x: lax.neg(x))(np.float32(1.0))
+    neg_call_p = lc.Primitive("neg_call")
+    neg_call_p.def_abstract_eval(lambda x: x)
+
+    def rule(ctx, x):
+        fn = mlir.lower_jaxpr_to_fun(ctx.module_context, "negate", inner, [],
+                                     num_const_args=0, in_avals=inner.in_avals)
+        return func.CallOp([x.type], mlir.ir.FlatSymbolRefAttr.get(fn.name.value),
+                                [x]).results
+
+    mlir.register_lowering(neg_call_p, rule)
+    assert float(lc.jit(neg_call_p.bind)(np.float32(3.0))) == -3.0
+    with pytest.raises(ValueError, match="effects"):
+        mlir.lower_jaxpr_to_fun(None, "f", inner, ["io"], num_const_args=0,
+                                in_avals=inner.in_avals)
+
+
+def test_ir_tree_registry_flattens_rule_outputs():
+    with make_context(), ir.Location.unknown():
+        a, b = mlir.ir_constant(np.float32(1)), mlir.ir_constant(np.float32(2))
+        leaves, tree = mlir.ir_tree_registry.flatten([a, (b,)])
+        assert leaves == [a, b]
+        assert mlir.ir_tree_registry.unflatten(tree, [b, a]) == [b, (a,)]
+
+
+def test_module_to_string_and_token_set():
+    closed = lc.make_jaxpr(lambda x: lax.sin(x))(np.float32(1.0))
+    module = mlir.lower_closed_jaxpr(closed, name="s").module
+    assert "stablehlo.sine" in mlir.module_to_string(module)
+    assert "loc(" in mlir.module_to_string(module, enable_debug_info=True)
+    with make_context(), ir.Location.unknown():
+        t = mlir.TokenSet.create(["io", "log"])
+        assert len(t) == 2 and t.effects() == {"io", "log"}
+        assert len(t.subset(["io"])) == 1
+        assert str(t.get("io").type) == "!stablehlo.token"

@@ -27,7 +27,7 @@ from lamella.core.jaxpr import ClosedJaxpr
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import Tracer, aval_of, current_trace, eval_trace
 from lamella.lax import runtime
-from lamella.lax.lowering import LoweredModule, lower_jaxpr_to_module
+from lamella.lax.lowering import LoweredModule, lower_closed_jaxpr
 from lamella.lax.tokens import AbstractToken, Token
 
 
@@ -196,8 +196,8 @@ class XlaExecutor(Executor):
         key = (closed, donated_invars, compiler_options, runtime.x64_enabled())
         program = self.programs.get(key)
         if program is None:
-            lowered = lowered or lower_jaxpr_to_module(closed, name=name,
-                                                       donated_invars=donated_invars)
+            lowered = lowered or lower_closed_jaxpr(closed, name=name,
+                                                    donated_invars=donated_invars)
             program = CompiledProgram(lowered, compiler_options)
             self.programs.put(key, program)
         return program
@@ -207,7 +207,7 @@ class XlaExecutor(Executor):
 
     def lower(self, closed, *, name, donated_invars, compiler_options=None):
         donated_invars = tuple(donated_invars)
-        lowered = lower_jaxpr_to_module(closed, name=name, donated_invars=donated_invars)
+        lowered = lower_closed_jaxpr(closed, name=name, donated_invars=donated_invars)
         return LoweredProgram(lowered, (closed, name, donated_invars, compiler_options), self)
 
     def fast_dispatch(self, jitted):
@@ -318,7 +318,7 @@ def _primitive_program(primitive, avals: tuple, params: dict, params_key) -> Com
             out = primitive.bind(*xs, **params)
             return list(out) if primitive.multiple_results else [out]
         jaxpr, consts = trace_to_jaxpr(one_equation, avals)
-        lowered = lower_jaxpr_to_module(ClosedJaxpr(jaxpr, consts), name=primitive.name)
+        lowered = lower_closed_jaxpr(ClosedJaxpr(jaxpr, consts), name=primitive.name)
         program = CompiledProgram(lowered)
         if params_key is not None:
             _primitive_programs.put(key, program)

@@ -21,7 +21,7 @@ unchanged. There is one device, and no effect tokens are threaded.
 >>> import lamella.core as lc
 >>> import lamella.lax as lax
 >>> closed = lc.make_jaxpr(lax.sin)(np.ones(3, np.float32))
->>> print(lower_jaxpr_to_module(closed, name="f").as_text(), end="")  # doctest: +ELLIPSIS
+>>> print(lower_closed_jaxpr(closed, name="f").as_text(), end="")  # doctest: +ELLIPSIS
 module @jit_f attributes {...} {
   func.func public @main(%arg0: tensor<3xf32>) -> (tensor<3xf32> {...}) {
     %0 = stablehlo.sine %arg0 : tensor<3xf32>
@@ -36,7 +36,7 @@ import io
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -46,17 +46,19 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from lamella.core import ShapedArray, dtypes
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from lamella.core.staging import trace_to_jaxpr
-from lamella.lax.mlir_context import element_type, make_context, module_to_string
+from lamella.lax import mlir_context
+from lamella.lax.mlir_context import element_type, make_context
 
-__all__ = ["ConstantHandler", "LoweredModule", "LoweringParameters", "LoweringRule",
-           "LoweringRuleContext", "ModuleContext", "Value", "aval_to_ir_type", "aval_to_ir_types",
-           "chlo", "constant", "core_call_lowering", "dense_int_array", "dense_int_elements",
-           "dtype_to_ir_type", "flatten_ir_types", "flatten_ir_values", "hlo", "i32_attr",
-           "i64_attr", "ir", "ir_attribute", "ir_constant", "ir_constants", "ir_type_handlers",
-           "jaxpr_subcomp", "lower_fun", "lower_jaxpr_to_fun", "lower_jaxpr_to_module",
-           "make_ir_context", "merge_mlir_modules", "module_to_bytecode", "module_to_string",
-           "register_constant_handler", "register_lowering", "shape_tensor", "token_type",
-           "unflatten_ir_values_like_types"]
+__all__ = ["aval_to_ir_type", "aval_to_ir_types", "chlo", "constant", "ConstantHandler",
+           "core_call_lowering", "dense_int_array", "dense_int_elements", "dtype_to_ir_type",
+           "flatten_ir_types", "flatten_ir_values", "hlo", "i32_attr", "i64_attr", "ir",
+           "ir_attribute", "ir_constant", "ir_constants", "ir_tree_registry", "ir_type_handlers",
+           "jaxpr_subcomp", "lower_closed_jaxpr", "lower_fun", "lower_jaxpr_to_fun",
+           "lower_jaxpr_to_module", "LoweredModule", "LoweringParameters", "LoweringResult",
+           "LoweringRule", "LoweringRuleContext", "make_ir_context", "merge_mlir_modules",
+           "module_to_bytecode", "module_to_string", "ModuleContext", "register_constant_handler",
+           "register_lowering", "shape_tensor", "Token", "token_type", "TokenSet",
+           "unflatten_ir_values_like_types", "Value"]
 
 LoweringRule = Callable[..., Sequence[ir.Value]]
 """A rule: `rule(ctx, *operands, **params) -> Sequence[ir.Value]`, one value per output."""
@@ -64,12 +66,12 @@ Value = ir.Value
 _rules: dict[tuple[Any, str | None], LoweringRule] = {}
 
 
-def register_lowering(primitive, rule: LoweringRule, platform: str | None = None, *,
+def register_lowering(prim, rule: LoweringRule, platform: str | None = None,
                       inline: bool = True, cacheable: bool = True) -> LoweringRule:
-    """Installs `rule` as the lowering of `primitive` (on `platform`, or on all).
+    """Installs `rule` as the lowering of `prim` (on `platform`, or on all).
 
     `inline` and `cacheable` are JAX's; rules here are always lowered inline."""
-    _rules[(primitive, platform)] = rule
+    _rules[(prim, platform)] = rule
     return rule
 
 
@@ -242,7 +244,7 @@ def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
                                        [v.aval for v in eqn.outvars])
         with _location(eqn):
             outs = rule(rule_ctx, *map(read, eqn.invars), **eqn.params)
-        outs = list(outs)
+        outs = ir_tree_registry.flatten(outs)[0]
         if len(outs) != len(eqn.outvars):
             raise ValueError(f"lowering rule for '{eqn.primitive.name}' returned {len(outs)} "
                              f"values for {len(eqn.outvars)} outputs")
@@ -313,7 +315,7 @@ class LoweredModule:
         self.donated_invars = tuple(donated_invars)
 
     def as_text(self, debug_info: bool = False) -> str:
-        return module_to_string(self.module, debug_info=debug_info)
+        return mlir_context.module_to_string(self.module, debug_info=debug_info)
 
 
 class _Contexts(threading.local):
@@ -340,7 +342,7 @@ class _Contexts(threading.local):
 _contexts = _Contexts()
 
 
-def lower_jaxpr_to_module(closed: ClosedJaxpr, *, name: str,
+def lower_closed_jaxpr(closed: ClosedJaxpr, *, name: str,
                           donated_invars: Sequence[bool] | None = None,
                           platform: str = "cpu",
                           lowering_parameters: LoweringParameters | None = None
@@ -396,7 +398,7 @@ def register_constant_handler(type_: type, handler_fun: ConstantHandler) -> None
     _constant_handlers[type_] = handler_fun
 
 
-def ir_constants(val: Any, const_lowering: Any = None, aval: Any = None
+def ir_constants(val: Any, *, const_lowering: Any = None, aval: Any = None
                  ) -> tuple[ir.Value, ...]:
     """`val` as MLIR constants: through a registered handler for its type, else as
     a NumPy value (of `aval`'s dtype when given; Python scalars canonicalized, so
@@ -410,7 +412,7 @@ def ir_constants(val: Any, const_lowering: Any = None, aval: Any = None
     return (constant(array, _physical(ShapedArray(array.shape, np.dtype(dtype)))),)
 
 
-def ir_constant(val: Any, const_lowering: Any = None, aval: Any = None) -> ir.Value:
+def ir_constant(val: Any, *, const_lowering: Any = None, aval: Any = None) -> ir.Value:
     """`val` as one MLIR constant (see `ir_constants`).
 
     >>> from lamella.lax.mlir_context import make_context
@@ -418,7 +420,7 @@ def ir_constant(val: Any, const_lowering: Any = None, aval: Any = None) -> ir.Va
     ...     print(ir_constant(2.0).type)
     tensor<f32>
     """
-    values = ir_constants(val, const_lowering, aval)
+    values = ir_constants(val, const_lowering=const_lowering, aval=aval)
     if len(values) != 1:
         raise TypeError(f"ir_constant: {type(val).__name__} lowers to {len(values)} values")
     return values[0]
@@ -475,26 +477,64 @@ def ir_attribute(val: Any) -> ir.Attribute:
     raise TypeError(f"No attribute handler defined for type: {type(val)}")
 
 
-def _flatten(xs: Any) -> list:
-    if isinstance(xs, (ir.Value, ir.Type)):
-        return [xs]
-    return [leaf for x in xs for leaf in _flatten(x)]
+class IrTreeRegistry:
+    """How nestings of IR values (or types) flatten: lists, tuples and `OpResultList`s
+    are nodes, anything else a leaf. Other container types may be registered."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[type, tuple[Callable, Callable]] = {}
+
+    def register_node(self, type_: type, to_iterable: Callable, from_iterable: Callable
+                      ) -> None:
+        """`to_iterable(x) -> (children, aux)`, `from_iterable(aux, children) -> x`."""
+        self._nodes[type_] = (to_iterable, from_iterable)
+
+    def flatten(self, xs: Any) -> tuple[list, Any]:
+        """(the leaves of `xs`, its structure for `unflatten`)."""
+        leaves: list = []
+
+        def walk(x):
+            node = self._nodes.get(type(x))
+            if node is None:
+                leaves.append(x)
+                return None
+            children, aux = node[0](x)
+            return (type(x), aux, [walk(c) for c in children])
+        return leaves, walk(xs)
+
+    def unflatten(self, structure: Any, leaves: Sequence[Any]) -> Any:
+        """The nesting `structure` with its leaves taken from `leaves` in order."""
+        leaves = iter(leaves)
+
+        def build(node):
+            if node is None:
+                return next(leaves)
+            type_, aux, children = node
+            return self._nodes[type_][1](aux, [build(c) for c in children])
+        return build(structure)
+
+
+ir_tree_registry = IrTreeRegistry()
+ir_tree_registry.register_node(list, lambda xs: (xs, None), lambda _, xs: list(xs))
+ir_tree_registry.register_node(tuple, lambda xs: (xs, None), lambda _, xs: tuple(xs))
+ir_tree_registry.register_node(ir.OpResultList, lambda xs: (list(xs), None),
+                               lambda _, xs: list(xs))
 
 
 def flatten_ir_values(xs: Any) -> list[ir.Value]:
     """The values of a nesting of sequences of values (what rules may return)."""
-    return _flatten(xs)
+    return ir_tree_registry.flatten(xs)[0]
 
 
 def flatten_ir_types(xs: Any) -> list[ir.Type]:
     """The types of a nesting of sequences of types."""
-    return _flatten(xs)
+    return ir_tree_registry.flatten(xs)[0]
 
 
 def unflatten_ir_values_like_types(xs: Sequence[ir.Value], ys: Sequence[Any]) -> list[Any]:
     """`xs` grouped like `ys`: a value per type, a tuple of values per tuple of types."""
     xs = iter(xs)
-    return [next(xs) if isinstance(y, ir.Type) else tuple(next(xs) for _ in _flatten(y))
+    return [next(xs) if isinstance(y, ir.Type) else tuple(next(xs) for _ in flatten_ir_types(y))
             for y in ys]
 
 
@@ -520,6 +560,54 @@ def token_type() -> ir.Type:
     return hlo.TokenType.get()
 
 
+Token = ir.Value
+"""An IR value of token type."""
+
+
+class TokenSet:
+    """The effect tokens threaded through a lowering, one per effect, in order (JAX's
+    container). Lowerings here thread none, so rules receive and return empty sets;
+    the class is what rules that call `jaxpr_subcomp` pass.
+
+    >>> len(TokenSet())
+    0
+    """
+
+    __slots__ = ("_tokens",)
+
+    def __init__(self, tokens: dict[Any, Token] | None = None):
+        self._tokens = dict(tokens) if tokens is not None else {}
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+    def get(self, effect: Any) -> Token:
+        return self._tokens[effect]
+
+    @classmethod
+    def create(cls, effects: Sequence[Any]) -> TokenSet:
+        """A fresh token for each of `effects`."""
+        return cls({effect: hlo.create_token() for effect in effects})
+
+    def items(self) -> tuple[tuple[Any, Token], ...]:
+        return tuple(self._tokens.items())
+
+    def effects(self) -> set[Any]:
+        return set(self._tokens)
+
+    def subset(self, effects: Sequence[Any]) -> TokenSet:
+        return TokenSet({effect: self._tokens[effect] for effect in effects})
+
+    def update_tokens(self, tokens: TokenSet) -> TokenSet:
+        """These effects, with the tokens of `tokens` where it has them."""
+        return TokenSet({e: tokens._tokens.get(e, t) for e, t in self._tokens.items()})
+
+
+def module_to_string(module: ir.Module, enable_debug_info: bool | None = None) -> str:
+    """The module as MLIR text (with source locations if `enable_debug_info`)."""
+    return mlir_context.module_to_string(module, debug_info=bool(enable_debug_info))
+
+
 def make_ir_context() -> ir.Context:
     """An MLIR context with the StableHLO and CHLO dialects loaded."""
     return make_context()
@@ -534,8 +622,8 @@ def module_to_bytecode(module: ir.Module) -> bytes:
 
 def jaxpr_subcomp(ctx: ModuleContext, jaxpr: Jaxpr, name_stack: Any, tokens: Any,
                   consts_for_constvars: Sequence[ir.Value], *args: ir.Value,
-                  dim_var_values: Sequence[ir.Value] = (), const_lowering: Any = None,
-                  outer_traceback: Any = None) -> tuple[list[ir.Value], Any]:
+                  dim_var_values: Sequence[ir.Value], const_lowering: Any,
+                  outer_traceback: Any) -> tuple[list[ir.Value], Any]:
     """Lowers `jaxpr` inline at the insertion point: (its outputs, `tokens`).
 
     JAX's signature; `name_stack`, `dim_var_values`, `const_lowering` and
@@ -545,13 +633,80 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: Jaxpr, name_stack: Any, tokens: Any
 
 
 def lower_jaxpr_to_fun(ctx: ModuleContext, name: str, jaxpr: ClosedJaxpr | Jaxpr,
-                       effects: Sequence[Any] = (), *, num_const_args: int = 0,
-                       main_function: bool = False, **_: Any) -> func.FuncOp:
+                       effects: Sequence[Any], *, num_const_args: int,
+                       main_function: bool = False, replicated_args: Any = None,
+                       in_avals: Sequence[Any], arg_shardings: Any = None,
+                       result_shardings: Any = None, use_sharding_annotations: bool = True,
+                       input_output_aliases: Any = None, xla_donated_args: Any = None,
+                       arg_names: Any = None, result_names: Any = None,
+                       arg_memory_kinds: Any = None, result_memory_kinds: Any = None,
+                       arg_layouts: Any = None, result_layouts: Any = None,
+                       propagated_out_mem_kinds: Any = None) -> func.FuncOp:
     """Defines `jaxpr` as a function `name` of the module (public if
-    `main_function`) and returns it. Sharding and layout options of JAX's
-    signature are accepted and have no effect on one device."""
+    `main_function`) and returns it. Its constants are baked in, so
+    `num_const_args` must be 0 and `in_avals` are the jaxpr's; `effects` must be
+    empty (no effect tokens are threaded). The sharding, layout, memory-kind and
+    naming options of JAX's signature have no effect on one device."""
     closed = jaxpr if isinstance(jaxpr, ClosedJaxpr) else ClosedJaxpr(jaxpr, [])
+    _check_plain_function("lower_jaxpr_to_fun", closed, effects, num_const_args, in_avals)
     return _define_function(ctx, closed, name, public=main_function)
+
+
+def _check_plain_function(who: str, closed: ClosedJaxpr, effects: Sequence[Any],
+                          num_const_args: int, in_avals: Sequence[Any]) -> None:
+    if effects:
+        raise ValueError(f"{who}: effects {list(effects)} cannot be lowered here (no effect "
+                         "tokens are threaded on lamella's single-device runtime)")
+    if num_const_args:
+        raise ValueError(f"{who}: num_const_args={num_const_args}, but constants are "
+                         "part of the closed jaxpr here; pass 0")
+    if list(in_avals) != list(closed.in_avals):
+        raise ValueError(f"{who}: in_avals {list(in_avals)} are not the jaxpr's "
+                         f"{list(closed.in_avals)}")
+
+
+class LoweringResult(NamedTuple):
+    """What `lower_jaxpr_to_module` returns (JAX's fields: there are no host
+    callbacks or shape-polymorphism state here)."""
+
+    module: ir.Module
+    keepalive: Any
+    host_callbacks: list[Any]
+    shape_poly_state: Any
+
+
+def lower_jaxpr_to_module(module_name: str, jaxpr: ClosedJaxpr, *, num_const_args: int,
+                          in_avals: Sequence[Any], ordered_effects: Sequence[Any],
+                          platforms: Sequence[str], backend: Any, axis_context: Any,
+                          donated_args: Sequence[bool], replicated_args: Any = None,
+                          arg_shardings: Any = None, result_shardings: Any = None,
+                          in_layouts: Any = None, out_layouts: Any = None,
+                          arg_names: Any = None, result_names: Any = None,
+                          num_partitions: int = 1, all_default_mem_kind: bool = True,
+                          input_output_aliases: Any = None,
+                          propagated_out_mem_kinds: Any = None,
+                          lowering_parameters: LoweringParameters) -> LoweringResult:
+    """JAX's entry point: the module `jit_<module_name>` whose public `main` computes
+    `jaxpr`, for one platform. `num_const_args` must be 0, `in_avals` the jaxpr's
+    and `ordered_effects` empty; the sharding, layout and naming options have no
+    effect on one device (`lower_closed_jaxpr` is lamella's own form).
+
+    >>> import numpy as np, lamella.core as lc, lamella.lax as lax
+    >>> closed = lc.make_jaxpr(lax.sin)(np.float32(1))
+    >>> result = lower_jaxpr_to_module(
+    ...     "f", closed, num_const_args=0, in_avals=closed.in_avals, ordered_effects=[],
+    ...     platforms=["cpu"], backend=None, axis_context=None, donated_args=[False],
+    ...     lowering_parameters=LoweringParameters())
+    >>> "stablehlo.sine" in str(result.module)
+    True
+    """
+    _check_plain_function("lower_jaxpr_to_module", jaxpr, ordered_effects, num_const_args,
+                          in_avals)
+    if len(platforms) != 1:
+        raise ValueError(f"lower_jaxpr_to_module lowers for one platform, got {platforms}")
+    lowered = lower_closed_jaxpr(jaxpr, name=module_name, donated_invars=donated_args,
+                                 platform=platforms[0], lowering_parameters=lowering_parameters)
+    return LoweringResult(lowered.module, None, [], None)
 
 
 def core_call_lowering(ctx: LoweringRuleContext, *args: ir.Value, name: str,

@@ -94,7 +94,7 @@ Y = TypeVar("Y")
 
 def scan(f: Callable[[Carry, X], tuple[Carry, Y]], init: Carry, xs: X | None = None,
          length: int | None = None, reverse: bool = False,
-         unroll: int | bool = 1) -> tuple[Carry, Y]:
+         unroll: int | bool = 1, _split_transpose: bool = False) -> tuple[Carry, Y]:
     """Loops `f` over the leading axis of `xs`, threading a carry; stacks the outputs.
 
     The semantics of this Python loop, staged as one loop of the compiled program:
@@ -120,6 +120,8 @@ def scan(f: Callable[[Carry, X], tuple[Carry, Y]], init: Carry, xs: X | None = N
       length: the number of iterations (required when `xs` is None).
       reverse: scan from the end.
       unroll: iterations per trip of the compiled loop (True: all).
+      _split_transpose: JAX's experimental flag (its transpose in two scans, for
+        memory); the derivatives are the same, so it is accepted and has no effect.
 
     Returns:
       `(final carry, ys)`, where ys stacks the per-iteration outputs on a new
