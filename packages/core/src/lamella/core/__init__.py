@@ -13,7 +13,9 @@ array([1., 1., 1.], dtype=float32)
 from lamella.core import (
                                    ad,
                                    batching,
+                                   checkify,
                                    custom_batching,
+                                   debug,
                                    dlpack,
                                    dtypes,
                                    errors,
@@ -42,6 +44,7 @@ from lamella.core.autodiff_api import (
 from lamella.core.avals import ShapedArray, ShapeDtypeStruct, array_types, get_aval, valid_jaxtype
 from lamella.core.batching import mapped_aval, unmapped_aval
 from lamella.core.call_rules import CallPrimitive, call_impl
+from lamella.core.callbacks import io_callback, pure_callback
 from lamella.core.checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat, remat_p
 from lamella.core.config import (
                                    allow_f16_reductions,
