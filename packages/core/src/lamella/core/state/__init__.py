@@ -19,7 +19,9 @@ from lamella.core.state.discharge import (
     eval_discharged,
     register_discharge_rule,
     run_state,
+    stateful_primitives,
     trace_stateful,
+    trace_stateful_body,
 )
 from lamella.core.state.primitives import (
     addupdate_p,
@@ -46,5 +48,6 @@ __all__ = [
     "AbstractRef", "DimIndex", "IndexSpec", "Ref", "Slice", "addupdate_p", "chain_shape",
     "discharge_rules", "discharge_state", "ds", "dslice", "eval_discharged", "get_p",
     "index_spec", "is_ref", "is_ref_aval", "ref_addupdate", "ref_get", "ref_swap",
-    "register_discharge_rule", "run_state", "swap_p", "trace_stateful",
+    "register_discharge_rule", "run_state", "stateful_primitives", "swap_p", "trace_stateful",
+    "trace_stateful_body",
 ]

@@ -26,7 +26,7 @@ import numpy as np
 
 from lamella.core.avals import get_aval
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
-from lamella.core.staging import trace_to_jaxpr
+from lamella.core.staging import convert_constvars_jaxpr, trace_to_jaxpr
 from lamella.core.state.primitives import addupdate_p, get_p, swap_p
 from lamella.core.state.types import AbstractRef, is_ref_aval
 from lamella.core.state.views import Ref
@@ -34,10 +34,14 @@ from lamella.core.structural import add_any_p
 from lamella.core.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["discharge_rules", "discharge_state", "eval_discharged", "register_discharge_rule",
-           "run_state", "trace_stateful"]
+           "run_state", "stateful_primitives", "trace_stateful", "trace_stateful_body"]
 
 discharge_rules: dict[Any, Callable] = {}
 """Per primitive: how it acts on the contents of the refs it is given."""
+
+stateful_primitives: set[Any] = set()
+"""Primitives discharged even when no ref is among their operands (one that allocates
+refs of its own, such as Pallas's `run_scoped`)."""
 
 
 def register_discharge_rule(primitive: Any) -> Callable[[Callable], Callable]:
@@ -64,7 +68,7 @@ def eval_discharged(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]
     for eqn in jaxpr.eqns:
         invals = [read(v) for v in eqn.invars]
         in_avals = [v.aval for v in eqn.invars]
-        if any(is_ref_aval(a) for a in in_avals):
+        if eqn.primitive in stateful_primitives or any(is_ref_aval(a) for a in in_avals):
             rule = discharge_rules.get(eqn.primitive)
             if rule is None:
                 raise NotImplementedError(
@@ -106,14 +110,26 @@ def discharge_state(jaxpr: Jaxpr | ClosedJaxpr, consts: Sequence[Any] = ()) -> C
     return ClosedJaxpr(new, new_consts)
 
 
-def trace_stateful(fun: Callable[..., Sequence[Any]], in_avals: Sequence[Any]
-                   ) -> tuple[Jaxpr, list[Any]]:
+def trace_stateful(fun: Callable[..., Sequence[Any]], in_avals: Sequence[Any],
+                   names: Sequence[str | None] | None = None) -> tuple[Jaxpr, list[Any]]:
     """Traces `fun` (a function of flat values, refs where `in_avals` has an
     `AbstractRef`, returning a flat list) into a stateful jaxpr and its consts.
-    Ref arguments reach `fun` as `Ref` views."""
+    Ref arguments reach `fun` as `Ref` views, named after `names` for errors."""
+    names = list(names) if names is not None else [None] * len(in_avals)
+
     def wrapped(*args):
-        return fun(*[Ref(a) if is_ref_aval(av) else a for a, av in zip(args, in_avals)])
+        return fun(*[Ref(a, name=n) if is_ref_aval(av) else a
+                     for a, av, n in zip(args, in_avals, names)])
     return trace_to_jaxpr(wrapped, in_avals)
+
+
+def trace_stateful_body(fun: Callable[..., Sequence[Any]], in_avals: Sequence[Any]
+                        ) -> tuple[ClosedJaxpr, list[Any]]:
+    """Like `trace_stateful`, for the body of a higher-order primitive: everything the
+    body closes over (refs of the enclosing computation included) becomes a leading
+    input, and is returned to be passed as an operand."""
+    jaxpr, consts = trace_stateful(fun, in_avals)
+    return ClosedJaxpr(convert_constvars_jaxpr(jaxpr), []), consts
 
 
 def run_state(f: Callable[[Any], None]) -> Callable[[Any], Any]:

@@ -171,9 +171,12 @@ def _check_scalar_index(x: Any, shape: tuple[int, ...]) -> None:
             "array indices are not supported on refs).")
 
 
-def index_spec(shape: tuple[int, ...], key: Any) -> tuple[IndexSpec, list[Any]]:
+def index_spec(shape: tuple[int, ...], key: Any, check_bounds: bool = True
+               ) -> tuple[IndexSpec, list[Any]]:
     """Normalizes a NumPy-style index of a ref of `shape` (ints, scalars, slices with
-    static bounds, `ds`, `...`) into a spec and the list of its traced operands."""
+    static bounds, `ds`, `...`) into a spec and the list of its traced operands.
+
+    A view may overhang the ref (`check_bounds=False`) for masked accesses."""
     key = key if isinstance(key, tuple) else (key,)
     if sum(k is Ellipsis for k in key) > 1:
         raise IndexError("An index can only have a single ellipsis ('...')")
@@ -198,7 +201,7 @@ def index_spec(shape: tuple[int, ...], key: Any) -> tuple[IndexSpec, list[Any]]:
             if static is None:
                 _check_scalar_index(k.start, shape)
                 dynamic.append(k.start)
-            elif k.size and (static < 0 or static + (k.size - 1) * k.stride >= n):
+            elif check_bounds and k.size and (static < 0 or static + (k.size - 1) * k.stride >= n):
                 raise IndexError(f"ds({static}, {k.size}, stride={k.stride}) is out of bounds "
                                  f"for a dimension of size {n} of a ref of shape {shape}")
             dims.append(DimIndex(False, static, int(k.size), int(k.stride)))

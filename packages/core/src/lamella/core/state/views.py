@@ -67,9 +67,10 @@ class Ref:
     def _label(self) -> str:
         return f"ref {self.name!r}" if self.name else "a ref"
 
-    def _index(self, key: Any) -> tuple[tuple[IndexSpec, ...], list[Any]]:
+    def _index(self, key: Any, check_bounds: bool = True
+               ) -> tuple[tuple[IndexSpec, ...], list[Any]]:
         try:
-            spec, dynamic = index_spec(self.shape, key)
+            spec, dynamic = index_spec(self.shape, key, check_bounds)
         except (IndexError, TypeError) as e:
             raise type(e)(f"Indexing {self._label()} of shape {self.shape}: {e}") from None
         return (*self._specs, spec), [*self._dynamic, *dynamic]
@@ -126,6 +127,9 @@ class Ref:
     def __hash__(self) -> int:
         return id(self)
 
+    def __iter__(self):
+        raise TypeError(f"{self._label()} can't be iterated: index it (ref[i]) instead")
+
     def __array__(self, dtype=None, copy=None):
         raise TypeError(f"{self._label()} was used as an array; read it first: ref[...]")
 
@@ -137,7 +141,7 @@ class _RefViewMaker:
         self._ref = ref
 
     def __getitem__(self, idx: Any) -> Ref:
-        specs, dynamic = self._ref._index(idx)
+        specs, dynamic = self._ref._index(idx, check_bounds=False)
         return Ref(self._ref._ref, specs, tuple(dynamic), self._ref.name)
 
 
