@@ -84,7 +84,7 @@ def test_promotion_table(a, b, x64):
             with pytest.raises(ldt.TypePromotionError):
                 lnp.promote_types(_arg(a), _arg(b))
             return
-        assert lnp.result_type(_arg(a), _arg(b), return_weak_type_flag=True) == expected
+        assert ldt.result_type(_arg(a), _arg(b), return_weak_type_flag=True) == expected
         assert lnp.promote_types(_arg(a), _arg(b)) == expected[0]
 
 
@@ -93,17 +93,17 @@ def test_promotion_with_python_values_matches_weak_column(a):
     # Arrays and Python scalars give what the table's dtype and weak columns say.
     x = np.zeros(3, DTYPES[a])
     for value, col in ((1, "i*"), (1.0, "f*"), (1j, "c*")):
-        got = lnp.result_type(x, value, return_weak_type_flag=True)
+        got = ldt.result_type(x, value, return_weak_type_flag=True)
         assert got == _expected(ROWS[a][col], False)
 
 
 def test_result_type_mixed_scalars_and_arrays():
     assert lnp.result_type(np.float16(1), 2.0) == np.float16
-    assert lnp.result_type(2, 2.0, return_weak_type_flag=True) == (np.dtype("float32"), True)
-    assert lnp.result_type(2, 3, return_weak_type_flag=True) == (np.dtype("int32"), True)
-    assert lnp.result_type(True, 2, return_weak_type_flag=True) == (np.dtype("int32"), True)
-    assert lnp.result_type(True, False, return_weak_type_flag=True) == (np.dtype(bool), False)
-    assert lnp.result_type(np.int8(1), 2, 3.0, return_weak_type_flag=True) == \
+    assert ldt.result_type(2, 2.0, return_weak_type_flag=True) == (np.dtype("float32"), True)
+    assert ldt.result_type(2, 3, return_weak_type_flag=True) == (np.dtype("int32"), True)
+    assert ldt.result_type(True, 2, return_weak_type_flag=True) == (np.dtype("int32"), True)
+    assert ldt.result_type(True, False, return_weak_type_flag=True) == (np.dtype(bool), False)
+    assert ldt.result_type(np.int8(1), 2, 3.0, return_weak_type_flag=True) == \
         (np.dtype("float32"), True)
     assert lnp.result_type(lnp.int8(1), np.int16(2)) == np.int16
     assert lnp.result_type(lnp.bfloat16(1), 1.0) == ml_dtypes.bfloat16
@@ -117,14 +117,14 @@ def test_result_type_mixed_scalars_and_arrays():
 
 def test_result_type_reads_weak_arrays():
     weak_f16 = ldt.convert_element_type(2.0, np.float16, True)
-    assert lnp.result_type(weak_f16, return_weak_type_flag=True) == (np.dtype("float16"), True)
+    assert ldt.result_type(weak_f16, return_weak_type_flag=True) == (np.dtype("float16"), True)
     # All weak: the concrete dtypes join and the result stays weak.
-    assert lnp.result_type(weak_f16, 1, return_weak_type_flag=True) == (np.dtype("float16"), True)
-    assert lnp.result_type(weak_f16, 1.0, return_weak_type_flag=True) == \
+    assert ldt.result_type(weak_f16, 1, return_weak_type_flag=True) == (np.dtype("float16"), True)
+    assert ldt.result_type(weak_f16, 1.0, return_weak_type_flag=True) == \
         (np.dtype("float32"), True)
-    assert lnp.result_type(weak_f16, np.int8(1), return_weak_type_flag=True) == \
+    assert ldt.result_type(weak_f16, np.int8(1), return_weak_type_flag=True) == \
         (np.dtype("float32"), True)
-    assert lnp.result_type(weak_f16, lnp.float16(1), return_weak_type_flag=True) == \
+    assert ldt.result_type(weak_f16, lnp.float16(1), return_weak_type_flag=True) == \
         (np.dtype("float16"), False)
 
 
@@ -133,7 +133,7 @@ def test_result_type_under_jit_reads_tracers():
     seen = []
 
     def f(x, y):
-        seen.append(lnp.result_type(x, y, 1.0, return_weak_type_flag=True))
+        seen.append(ldt.result_type(x, y, 1.0, return_weak_type_flag=True))
         return x
 
     jit(f)(np.zeros(2, np.int8), np.zeros(2, np.uint8))

@@ -325,12 +325,29 @@ def test_modes():
 
 
 # --- errors --------------------------------------------------------------------------------
+def test_static_out_of_bounds_integers_clamp_or_raise_under_the_flag():
+    x = asarray_internal(A)
+    np.testing.assert_array_equal(np.asarray(x[2]), A[1])  # clamped, as JAX reads
+    np.testing.assert_array_equal(np.asarray(x[0, 0, -5]), A[0, 0, 0])
+    np.testing.assert_array_equal(np.asarray(x.at[2].get()), A[1])
+    ten = asarray_internal(np.arange(10, dtype=np.int32))
+    assert int(ten[11]) == 9 and int(ten[-11]) == 0 and int(ten[-12]) == 0
+    assert int(lc.jit(lambda v: v[11])(ten)) == 9
+    lc.config.update("static_index_errors", True)
+    try:
+        with pytest.raises(IndexError, match="index 2 is out of bounds for axis 0 with size 2"):
+            x[2]
+        with pytest.raises(IndexError, match="index -5 is out of bounds for axis 2 with size 4"):
+            x[0, 0, -5]
+        with pytest.raises(IndexError, match="index 11 is out of bounds"):
+            ten.at[11].get()
+    finally:
+        lc.config.update("static_index_errors", False)
+    assert int(ten[11]) == 9
+
+
 def test_errors():
     x = asarray_internal(A)
-    with pytest.raises(IndexError, match="index 2 is out of bounds for axis 0 with size 2"):
-        x[2]
-    with pytest.raises(IndexError, match="index -5 is out of bounds for axis 2 with size 4"):
-        x[0, 0, -5]
     with pytest.raises(IndexError, match="Too many indices: 3-dimensional.*4"):
         x[0, 0, 0, 0]
     with pytest.raises(IndexError, match="single ellipsis"):

@@ -406,7 +406,7 @@ def test_other_errors():
         la.multi_dot([A3, RECT])
     with pytest.raises(ValueError, match="at least two"):
         la.multi_dot([A3])
-    with pytest.raises(ValueError, match="tensordot: shape mismatch"):
+    with pytest.raises(TypeError, match="tensordot: shape mismatch"):
         la.tensordot(A3, RECT, axes=1)
     with pytest.raises(ValueError, match="1-D"):
         la.outer(A3, B3)

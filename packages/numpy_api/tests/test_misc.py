@@ -254,7 +254,19 @@ def test_fromiter_fromstring_iterable_and_printing():
     assert m.array_repr(x) == np.array_repr(np.float32([1.5, 2.0]))
     with m.printoptions(precision=2):
         assert m.get_printoptions()["precision"] == 2
-    assert m.set_printoptions is np.set_printoptions
+    old = np.get_printoptions()["precision"]
+    m.set_printoptions(precision=3)  # NumPy's options, which Arrays' reprs use
+    try:
+        assert np.get_printoptions()["precision"] == 3
+    finally:
+        m.set_printoptions(precision=old)
+
+
+def test_fromfile_reads_on_the_host(tmp_path):
+    np.int16([5, -1, 7]).tofile(tmp_path / "x.bin")
+    assert_close(m.fromfile(tmp_path / "x.bin", dtype=np.int16), [5, -1, 7], np.int16, tol=0)
+    assert_close(m.fromfile(tmp_path / "x.bin", dtype=np.int16, count=2), [5, -1], np.int16,
+                 tol=0)
 
 
 def test_save_load_roundtrip(tmp_path):

@@ -49,7 +49,6 @@ from lamella.numpy.dtypes import (
     isdtype,
     issubdtype,
     promote_types,
-    result_type,
     uint8,
     uint16,
     uint32,

@@ -11,6 +11,8 @@ dtype('float32')
 from __future__ import annotations
 
 import builtins
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,16 +20,16 @@ from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
-from lamella.numpy import dtypes, ufuncs
+from lamella.numpy import dtypes, ufuncs, util
 from lamella.numpy.placement import copy_array
-from lamella.numpy.util import asarray_internal, ndim, shape, size
+from lamella.numpy.util import asarray_internal
 
 __all__ = [
     "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_invert",
     "bitwise_left_shift", "bitwise_right_shift", "bool", "pow",
     "__array_api_version__", "__array_namespace_info__", "astype", "e", "euler_gamma",
     "from_dlpack", "inf", "iscomplex", "iscomplexobj", "isreal", "isrealobj", "isscalar",
-    "nan", "ndim", "newaxis", "pi", "shape", "size",
+    "nan", "ndim", "newaxis", "pi", "result_type", "shape", "size",
 ]
 
 __array_api_version__ = "2023.12"
@@ -46,6 +48,46 @@ bitwise_invert = ufuncs.invert
 bitwise_left_shift, bitwise_right_shift = ufuncs.left_shift, ufuncs.right_shift
 pow = ufuncs.power
 bool = dtypes.bool_
+
+
+def ndim(a: Any) -> int:
+    """The number of dimensions of an array-like.
+
+    >>> ndim([[1, 2]])
+    2
+    """
+    return util.ndim(a)
+
+
+def shape(a: Any) -> tuple[int, ...]:
+    """The shape of an array-like (tracers included).
+
+    >>> shape(np.zeros((2, 3)))
+    (2, 3)
+    """
+    return util.shape(a)
+
+
+def size(a: Any, axis: int | Sequence[int] | None = None) -> int:
+    """The number of elements of an array-like, or along `axis` (an int or a tuple).
+
+    >>> size(np.zeros((2, 3))), size(np.zeros((2, 3)), axis=1)
+    (6, 3)
+    """
+    dims = util.shape(a)
+    if axis is None:
+        return util.size(a)
+    return math.prod(dims[d] for d in util.canonicalize_axes(axis, len(dims)))
+
+
+def result_type(*args: Any) -> np.dtype:
+    """The dtype JAX's promotion gives `args` (arrays, dtypes, scalars), canonical for
+    the x64 setting.
+
+    >>> result_type(np.int8, 2.0)
+    dtype('float32')
+    """
+    return dtypes.result_type(*args)
 
 
 def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = False, device: Any = None) -> Any:

@@ -1,10 +1,16 @@
-"""Operators and NumPy-style methods on lamella Arrays and tracers, installed when
-lamella.numpy is imported.
+"""Operators, NumPy-style methods and Python protocols on lamella Arrays and tracers,
+installed when lamella.numpy is imported.
 
 `x + y`, `x < y`, `x @ y`, `-x` and friends call the lamella.numpy functions, so
 they promote types and broadcast as jax.numpy does, on concrete Arrays and on
 tracers alike; so do methods like `x.sum(axis=0)` and `x.reshape(2, -1)`.
 Item assignment raises: arrays are immutable (use `x.at[i].set(v)`).
+
+Arrays are also ordinary Python objects: they pickle (with their weak type),
+`copy.copy`/`copy.deepcopy` give new Arrays, `format(x, ".3f")` formats 0-d
+arrays, and `__array_priority__` makes `numpy_array + array` a lamella Array.
+Tracers carry the same methods; those that need data (`item`, `tolist`,
+`tobytes`, ...) raise the concretization error when the value is abstract.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from lamella import lax
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
 from lamella.numpy import ufuncs
+from lamella.numpy.placement import copy_array
 from lamella.numpy.products import matmul
 
 
@@ -133,6 +140,115 @@ def _array_namespace(self, *, api_version: str | None = None):
     return _numpy()
 
 
+# --- Python object protocols -------------------------------------------------------------
+def _reconstruct_array(value: np.ndarray, weak_type: bool) -> Any:
+    """Unpickles an Array: its host value put back on the default device."""
+    return lax.device_put(value) if not weak_type else lax.convert_element_type(
+        lax.device_put(value), value.dtype, True)
+
+
+def _reduce(self):
+    return _reconstruct_array, (np.array(self), bool(self.aval.weak_type))
+
+
+def _format(self, format_spec: str) -> str:
+    if not self.shape:  # 0-d: format the Python scalar, as NumPy does
+        return format(self.item(), format_spec)
+    if format_spec:
+        raise TypeError(f"unsupported format string {format_spec!r} passed to "
+                        f"{type(self).__name__}.__format__ (only 0-d arrays take one)")
+    return str(self)
+
+
+def _truth(self) -> bool:
+    size = aval_of(self).size
+    if size == 1:
+        return bool(self.item() if isinstance(self, lax.Array) else _core_truth(self))
+    if size == 0:
+        raise ValueError("The truth value of an empty array is ambiguous. Use `array.size > 0` "
+                         "to check that an array is not empty.")
+    raise ValueError("The truth value of an array with more than one element is ambiguous. "
+                     "Use a.any() or a.all()")
+
+
+_core_truth = Tracer.__bool__
+
+
+def _byteswap(self, inplace: bool = False):
+    if inplace:
+        raise ValueError("byteswap(inplace=True) is not possible: lamella arrays are immutable")
+    dtype = aval_of(self).dtype
+    if dtype.itemsize == 1:
+        return self
+    as_bytes = lax.bitcast_convert_type(self, np.uint8)  # a trailing axis of the bytes
+    return lax.bitcast_convert_type(lax.rev(as_bytes, (len(aval_of(self).shape),)), dtype)
+
+
+def _addressable_data(self, index: int):
+    if index != 0:
+        raise IndexError(f"addressable_data({index}): a lamella Array has one shard, index 0")
+    return self
+
+
+def array_protocols() -> dict[str, Any]:
+    """Pickling, copying, formatting, truth and NumPy interop for concrete Arrays."""
+    return {
+        "__reduce__": _reduce, "__copy__": lambda self: copy_array(self),
+        "__deepcopy__": lambda self, memo: copy_array(self), "__format__": _format,
+        "__bool__": _truth, "__array_priority__": 100, "byteswap": _byteswap,
+        "tobytes": lambda self, order="C": np.asarray(self).tobytes(order),
+        "addressable_data": _addressable_data,
+        "is_fully_addressable": property(lambda self: True),
+        "is_fully_replicated": property(lambda self: True),
+    }
+
+
+# Array methods that read the buffer: on a tracer they need its concrete value.
+_DATA_METHODS = {
+    "item": lambda value, *args: value.item(*args),
+    "tolist": lambda value: value.tolist(),
+    "tobytes": lambda value, order="C": value.tobytes(order),
+    "__dlpack__": lambda value, **kwargs: value.__dlpack__(**kwargs),
+    "__reduce__": lambda value: value.__reduce__(),
+}
+# Array attributes about one buffer's placement, which traced values do not have.
+_PLACEMENT_ATTRIBUTES = ("addressable_data", "block_until_ready", "clone", "committed",
+                         "copy_to_host_async", "delete", "device", "devices", "is_deleted",
+                         "is_ready", "on_device_size_in_bytes", "platform", "sharding",
+                         "traceback", "unsafe_buffer_pointer")
+
+
+def _concrete_method(name: str, method: Any):
+    def on_tracer(self, *args, **kwargs):
+        return method(np.asarray(self._concrete(name)), *args, **kwargs)
+    on_tracer.__name__ = name
+    return on_tracer
+
+
+def _placement_attribute(name: str) -> property:
+    def missing(self):
+        raise AttributeError(
+            f"The {name!r} attribute is not available on a traced array of type "
+            f"{self.aval.str_short()}: it describes a concrete Array's buffer, and this value "
+            f"is being traced. {self._origin()} Use it outside the transformed function.")
+    return property(missing)
+
+
+def tracer_protocols() -> dict[str, Any]:
+    """Tracers' versions of the Array methods: data methods need a concrete value;
+    formatting, copying and truth work as on Arrays."""
+    methods: dict[str, Any] = {name: _concrete_method(name, fn)
+                               for name, fn in _DATA_METHODS.items()}
+    methods.update({name: _placement_attribute(name) for name in _PLACEMENT_ATTRIBUTES})
+    methods.update({
+        "__copy__": lambda self: self, "__deepcopy__": lambda self, memo: self,
+        "__format__": lambda self, spec: format(repr(self), spec), "__bool__": _truth,
+        "byteswap": _byteswap, "is_fully_addressable": property(lambda self: True),
+        "is_fully_replicated": property(lambda self: True),
+    })
+    return methods
+
+
 def numpy_methods() -> dict[str, Any]:
     """The NumPy-style methods and properties lamella.numpy gives Arrays and tracers."""
     methods: dict[str, Any] = {name: _delegate(name) for name in _DELEGATED}
@@ -168,6 +284,6 @@ def operator_methods() -> dict[str, Any]:
 
 def install() -> None:
     methods = {**operator_methods(), **numpy_methods()}
-    runtime.install_array_methods(methods)
-    for name, method in methods.items():
+    runtime.install_array_methods({**methods, **array_protocols()})
+    for name, method in {**methods, **tracer_protocols()}.items():
         setattr(Tracer, name, method)

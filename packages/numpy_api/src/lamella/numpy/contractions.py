@@ -22,7 +22,13 @@ from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
 from lamella.numpy import ufuncs
-from lamella.numpy.dtypes import promote_dtypes, promote_dtypes_inexact, result_type
+from lamella.numpy.dtypes import (
+    canonicalize_user_dtype,
+    promote_dtypes,
+    promote_dtypes_inexact,
+    result_type,
+)
+from lamella.numpy.placement import check_out_sharding
 from lamella.numpy.util import asarray_internal, canonicalize_axis, check_arraylike, flatten_1d
 from lamella.numpy.util import shape as _shape
 
@@ -43,7 +49,7 @@ class _Product:
             self.dtype, self.weak = result_type(a, b, return_weak_type_flag=True)
             self.accumulate = None
         else:
-            self.dtype = core_dtypes.canonicalize_dtype(np.dtype(preferred_element_type))
+            self.dtype = canonicalize_user_dtype(preferred_element_type, name)
             self.weak, self.accumulate = False, self.dtype
         self.name = name
         self.a, self.b = promote_dtypes(a, b)
@@ -75,7 +81,8 @@ def _move_to_end(x: Any, axis: int) -> Any:
 def _check_size(name: str, a: Any, a_axis: int, b: Any, b_axis: int) -> None:
     a_shape, b_shape = _shape(a), _shape(b)
     if a_shape[a_axis] != b_shape[b_axis]:
-        raise ValueError(f"{name}: shapes {a_shape} and {b_shape} are not aligned: axis "
+        # A TypeError, as JAX's dot_general raises for contracted sizes that differ.
+        raise TypeError(f"{name}: shapes {a_shape} and {b_shape} are not aligned: axis "
                          f"{a_axis} of the first has size {a_shape[a_axis]} but axis {b_axis} "
                          f"of the second has size {b_shape[b_axis]}")
 
@@ -112,7 +119,8 @@ def _broadcast_batch(x: Any, batch: tuple[int, ...], core: int) -> Any:
 
 # --- products ---------------------------------------------------------------------------
 
-def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None,
+        out_sharding: Any = None) -> Any:
     """NumPy's dot: a scalar scales the other operand; otherwise the last axis of
     `a` is contracted with the second-to-last axis of `b` (its only axis when 1-D).
 
@@ -120,6 +128,7 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
     >>> dot(np.float32([[1, 2], [3, 4]]), np.float32([1, 1]))
     Array([3., 7.], dtype=float32)
     """
+    check_out_sharding("dot", out_sharding)
     p = _Product("dot", a, b, preferred_element_type)
     a_rank, b_rank = len(_shape(p.a)), len(_shape(p.b))
     if a_rank == 0 or b_rank == 0:
@@ -129,7 +138,7 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
     return p.contract(p.a, p.b, (((a_axis,), (b_axis,)), ((), ())), precision)
 
 
-def vdot(a: Any, b: Any, /, *, precision: Any = None,
+def vdot(a: Any, b: Any, *, precision: Any = None,
          preferred_element_type: Any = None) -> Any:
     """The dot product of the flattened arrays, conjugating `a` first.
 
@@ -140,7 +149,7 @@ def vdot(a: Any, b: Any, /, *, precision: Any = None,
     p = _Product("vdot", a, b, preferred_element_type)
     x, y = _conj_if_complex(flatten_1d(p.a)), flatten_1d(p.b)
     if _shape(x) != _shape(y):
-        raise ValueError(f"vdot: the operands have {_shape(x)[0]} and {_shape(y)[0]} elements "
+        raise TypeError(f"vdot: the operands have {_shape(x)[0]} and {_shape(y)[0]} elements "
                          f"(shapes {_shape(p.a)} and {_shape(p.b)}); they must match")
     return p.contract(x, y, (((0,), (0,)), ((), ())), precision)
 
@@ -236,7 +245,7 @@ def kron(a: Any, b: Any) -> Any:
 
 
 def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2, *, precision: Any = None,
-              preferred_element_type: Any = None) -> Any:
+              preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
     """Contracts the last `axes` axes of `a` with the first `axes` axes of `b`, or
     the axes listed in the pair `axes = (a_axes, b_axes)`; the result has the
     remaining axes of `a`, then those of `b`.
@@ -246,12 +255,13 @@ def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2, *, precision: Any =
     ...           axes=([1, 2], [1, 0])).shape
     (2,)
     """
+    check_out_sharding("tensordot", out_sharding)
     p = _Product("tensordot", a, b, preferred_element_type)
     a_rank, b_rank = len(_shape(p.a)), len(_shape(p.b))
     a_axes, b_axes = _tensordot_axes(axes, a_rank, b_rank)
     for a_axis, b_axis in zip(a_axes, b_axes):
         if _shape(p.a)[a_axis] != _shape(p.b)[b_axis]:
-            raise ValueError(f"tensordot: shape mismatch: a.shape[{a_axis}] = "
+            raise TypeError(f"tensordot: shape mismatch: a.shape[{a_axis}] = "
                              f"{_shape(p.a)[a_axis]} but b.shape[{b_axis}] = "
                              f"{_shape(p.b)[b_axis]} (shapes {_shape(p.a)} and {_shape(p.b)})")
     return p.contract(p.a, p.b, ((a_axes, b_axes), ((), ())), precision)
@@ -349,10 +359,11 @@ def _sum_dtype(dtype: np.dtype) -> np.dtype:
 # --- statistics -------------------------------------------------------------------------
 
 def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None,
-        fweights: Any = None, aweights: Any = None) -> Any:
+        fweights: Any = None, aweights: Any = None, dtype: Any = None) -> Any:
     """The covariance matrix of the variables in the rows of `m` (columns when
     `rowvar` is False), and of `y`'s when given; normalised by N - ddof (ddof is 1,
-    or 0 with `bias`), with optional integer frequency and real observation weights.
+    or 0 with `bias`), with optional integer frequency and real observation weights;
+    computed in `dtype` when given.
 
     >>> import numpy as np
     >>> cov(np.float32([[0, 1, 2], [2, 1, 0]]))
@@ -361,6 +372,9 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: in
     """
     check_arraylike("cov", m, *(() if y is None else (y,)))
     m, *rest = promote_dtypes_inexact(m, *(() if y is None else (y,)))
+    if dtype is not None:
+        dtype = canonicalize_user_dtype(dtype, "cov")
+        m, *rest = (lax.convert_element_type(v, dtype) for v in (m, *rest))
     x = _variables_as_rows("m", m, rowvar)
     if _shape(x)[0] == 0:
         return lax.full((0, 0), 0, aval_of(x).dtype)
@@ -418,7 +432,7 @@ def _observation_weights(name: str, w: Any, n: int) -> Any:
     return w
 
 
-def corrcoef(x: Any, y: Any = None, rowvar: bool = True) -> Any:
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
     """Pearson correlation coefficients: `cov(x, y, rowvar)` scaled by the standard
     deviations, clipped to [-1, 1].
 
@@ -427,7 +441,7 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True) -> Any:
     Array([[ 1., -1.],
            [-1.,  1.]], dtype=float32)
     """
-    c = cov(x, y, rowvar)
+    c = cov(x, y, rowvar, dtype=dtype)
     if not _shape(c):
         return ufuncs.true_divide(c, c)
     stddev = ufuncs.sqrt(ufuncs.real(diagonal(c)))

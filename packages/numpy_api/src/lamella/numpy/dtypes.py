@@ -30,7 +30,6 @@ from lamella.core.dtypes import (
     TypePromotionError,
     _dtype_and_weak_type,
     _raw_dtype,
-    issubdtype,
     promote_types,
     result_type,
 )
@@ -45,6 +44,16 @@ __all__ = [
     "promote_types", "result_type", "uint8", "uint16", "uint32", "uint64",
     "canonicalize_user_dtype",
 ]
+
+
+def issubdtype(arg1: Any, arg2: Any) -> bool:
+    """Whether `arg1` (a dtype or scalar type) is a subtype of `arg2` in NumPy's type
+    hierarchy, with bfloat16 and the float8 types as floating types.
+
+    >>> issubdtype(bfloat16, np.floating), issubdtype(np.int8, np.unsignedinteger)
+    (True, False)
+    """
+    return core_dtypes.issubdtype(arg1, arg2)
 
 
 # As in jax.numpy: NumPy's dtype class, and ml_dtypes' machine-limit classes (which know

@@ -23,11 +23,16 @@ import opt_einsum
 
 import numpy as np
 from lamella import lax
-from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
 from lamella.numpy import util
-from lamella.numpy.dtypes import promote_dtypes, promote_types, result_type
+from lamella.numpy.dtypes import (
+    canonicalize_user_dtype,
+    promote_dtypes,
+    promote_types,
+    result_type,
+)
+from lamella.numpy.placement import check_out_sharding
 from lamella.numpy.util import asarray_internal, check_arraylike
 
 __all__ = ["einsum", "einsum_path"]
@@ -39,7 +44,8 @@ _LETTERS = string.ascii_uppercase + string.ascii_lowercase
 
 def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any = "auto",
            precision: Any = None, preferred_element_type: Any = None,
-           _dot_general: Callable[..., Any] = lax.dot_general) -> Any:
+           _dot_general: Callable[..., Any] = lax.dot_general, out_sharding: Any = None
+           ) -> Any:
     """Einstein summation over `operands` as described by `subscripts`.
 
     `subscripts` is a string such as "ij,jk->ik" (without "->" the result has the
@@ -60,6 +66,7 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
     if out is not None:
         raise NotImplementedError("einsum: the `out` argument is not supported "
                                   "(lamella arrays are immutable)")
+    check_out_sharding("einsum", out_sharding)
     spec, operands = _string_form(subscripts, operands)
     check_arraylike("einsum", *operands)
     operands = [asarray_internal(x) for x in operands]
@@ -69,7 +76,7 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
         dtype, weak = result_type(*operands, return_weak_type_flag=True)
         accumulate = None
     else:
-        dtype = accumulate = core_dtypes.canonicalize_dtype(np.dtype(preferred_element_type))
+        dtype = accumulate = canonicalize_user_dtype(preferred_element_type, "einsum")
         weak = False
     operands = promote_dtypes(*operands)
     contract = _Contractor(_dot_general, precision, accumulate)

@@ -12,9 +12,7 @@ from typing import Any
 import numpy as np
 from lamella import lax
 from lamella.numpy import ufuncs
-from lamella.numpy.util import (
-    dtype_of,
-)
+from lamella.numpy.util import dtype_of, eager_jit
 from lamella.numpy.util import shape as _shape
 
 __all__ = [
@@ -38,12 +36,13 @@ def fabs(x: Any, /) -> Any:
     return lax.abs(_unary_real_inexact("fabs", x))
 
 
-def modf(x: Any, /) -> tuple[Any, Any]:
+def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
     """(fractional part, integral part) of x, both carrying x's sign.
 
     >>> modf(np.float32([2.5, -1.25]))
     (Array([ 0.5 , -0.25], dtype=float32), Array([ 2., -1.], dtype=float32))
     """
+    ufuncs._no_out("modf", out)
     x = _unary_real_inexact("modf", x)
     whole = lax.select(lax.ge(x, lax.full_like(x, 0)), lax.floor(x), lax.ceil(x))
     return lax.sub(x, whole), whole
@@ -62,7 +61,7 @@ def spacing(x: Any, /) -> Any:
     return lax.sub(lax.nextafter(x, away), x)
 
 
-def i0(x: Any, /) -> Any:
+def i0(x: Any) -> Any:
     """The modified Bessel function of the first kind, order zero (differentiable).
 
     >>> i0(np.float32([1.0, 2.0]))
@@ -84,7 +83,8 @@ def _abs_int(x: Any) -> Any:
     return x if dtype_of(x).kind == "u" else lax.abs(x)
 
 
-def gcd(x1: Any, x2: Any, /) -> Any:
+@eager_jit()  # one compiled while loop per shape, not one per call
+def gcd(x1: Any, x2: Any) -> Any:
     """Elementwise greatest common divisor of integers (non-negative).
 
     >>> gcd(np.int32([12, -18, 0]), np.int32([8, 12, 5]))
@@ -106,7 +106,8 @@ def gcd(x1: Any, x2: Any, /) -> Any:
     return lax.while_loop(cond, body, (_abs_int(x1), _abs_int(x2)))[0]
 
 
-def lcm(x1: Any, x2: Any, /) -> Any:
+@eager_jit()
+def lcm(x1: Any, x2: Any) -> Any:
     """Elementwise least common multiple of integers (non-negative; 0 if either is 0).
 
     >>> lcm(np.int32([4, 6, 0]), np.int32([6, -4, 3]))

@@ -3,7 +3,6 @@ save, savez, load, array_str, array_repr, print options, iterable."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,8 @@ from lamella.numpy.util import (
 from lamella.numpy.util import shape as _shape
 
 __all__ = [
-    "array_repr", "array_str", "fromiter", "fromstring", "get_printoptions", "iterable",
+    "array_repr", "array_str", "fromfile", "fromiter", "fromstring", "get_printoptions",
+    "iterable",
     "load", "printoptions", "save", "savez", "set_printoptions",
 ]
 
@@ -26,14 +26,29 @@ def _from_host(x: np.ndarray) -> Any:
     return asarray_internal(x, core_dtypes.canonicalize_dtype(x.dtype))
 
 
-def fromiter(iter: Iterable[Any], dtype: Any, count: int = -1) -> Any:
-    """An Array from a Python iterable, read on the host (outside any transformation:
-    consuming an iterator is a side effect).
+def fromiter(*args: Any, **kwargs: Any) -> Any:
+    """An Array from a Python iterable: `numpy.fromiter(*args, **kwargs)` read on the
+    host, then put on the device (consuming an iterator is a side effect, so it is done
+    eagerly, outside any transformation). JAX refuses this function; lamella reads.
 
     >>> fromiter((i * i for i in range(4)), np.int32)
     Array([0, 1, 4, 9], dtype=int32)
     """
-    return _from_host(np.fromiter(iter, dtype=dtype, count=count))
+    return _from_host(np.fromiter(*args, **kwargs))
+
+
+def fromfile(*args: Any, **kwargs: Any) -> Any:
+    """An Array from a binary or text file: `numpy.fromfile(*args, **kwargs)` read on
+    the host, then put on the device (reading a file is a side effect, done eagerly).
+    JAX refuses this function; lamella reads.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.bin")
+    >>> np.int32([1, 2, 3]).tofile(path)
+    >>> fromfile(path, dtype=np.int32)
+    Array([1, 2, 3], dtype=int32)
+    """
+    return _from_host(np.fromfile(*args, **kwargs))
 
 
 def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) -> Any:
@@ -86,7 +101,11 @@ def array_repr(arr: Any, max_line_width: int | None = None, precision: int | Non
 
 printoptions = np.printoptions
 get_printoptions = np.get_printoptions
-set_printoptions = np.set_printoptions
+
+
+def set_printoptions(*args: Any, **kwargs: Any) -> None:
+    """NumPy's `set_printoptions`, which also formats lamella Arrays' reprs."""
+    np.set_printoptions(*args, **kwargs)
 
 
 def save(file: Any, arr: Any, allow_pickle: bool = True) -> None:
@@ -94,9 +113,10 @@ def save(file: Any, arr: Any, allow_pickle: bool = True) -> None:
     np.save(file, concrete_value(arr, "the array passed to save"), allow_pickle=allow_pickle)
 
 
-def savez(file: Any, *args: Any, **kwds: Any) -> None:
+def savez(file: Any, *args: Any, allow_pickle: bool = True, **kwds: Any) -> None:
     """Writes several arrays to an uncompressed .npz file through NumPy."""
     np.savez(file, *(concrete_value(a, "an array passed to savez") for a in args),
+             allow_pickle=allow_pickle,
              **{k: concrete_value(v, "an array passed to savez") for k, v in kwds.items()})
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from lamella import lax
 from lamella.numpy import ufuncs
 from lamella.numpy.creation import arange, array, linspace
+from lamella.numpy.dtypes import canonicalize_user_dtype
 from lamella.numpy.manipulation import concatenate, transpose
 from lamella.numpy.util import (
     asarray_internal,
@@ -135,9 +136,10 @@ def _dims(dims: Any, name: str) -> tuple[int, ...]:
 
 
 def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise",
-                      order: str = "C") -> Any:
-    """Flat indices of the index tuples in `multi_index` into an array of shape `dims`.
-    mode='raise' needs concrete indices; 'wrap' and 'clip' work under jit.
+                      order: str = "C", *, dtype: Any = None) -> Any:
+    """Flat indices of the index tuples in `multi_index` into an array of shape `dims`
+    (of `dtype`, by default the indices' promoted integer type). mode='raise' needs
+    concrete indices; 'wrap' and 'clip' work under jit.
 
     >>> ravel_multi_index((np.int32([0, 1]), np.int32([2, 0])), (2, 3))
     Array([2, 3], dtype=int32)
@@ -153,6 +155,9 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
                          f"got {mode!r}")
     check_arraylike("ravel_multi_index", *multi_index)
     idx = ufuncs._promote_and_broadcast("ravel_multi_index", *multi_index)
+    if dtype is not None:
+        dtype = canonicalize_user_dtype(dtype, "ravel_multi_index")
+        idx = [lax.convert_element_type(i, dtype) for i in idx]
     for i in idx:
         if dtype_of(i).kind not in "iu":
             raise TypeError(f"ravel_multi_index: indices must be integers, got dtype {dtype_of(i)}")
@@ -204,16 +209,24 @@ def unravel_index(indices: Any, shape: Sequence[int]) -> tuple[Any, ...]:
     return tuple(reversed(out))
 
 
-def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0) -> tuple[Any, Any]:
-    """Indices where mask_func(ones((n, n)), k) is nonzero, e.g. mask_func=triu.
+def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *,
+                 size: int | None = None) -> tuple[Any, Any]:
+    """Indices where mask_func(ones((n, n)), k) is nonzero, e.g. mask_func=triu. With
+    `size`, exactly that many (truncated or padded with zeros), so it works under jit.
 
     >>> from lamella.numpy.creation import triu
     >>> mask_indices(2, triu)
     (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
+    >>> mask_indices(2, triu, size=4)[1]
+    Array([0, 1, 1, 0], dtype=int32)
     """
     n = concrete_int(n, "the n argument of mask_indices")
-    mask = concrete_value(mask_func(lax.full((n, n), 1, default_int_dtype()), k),
-                          "the result of mask_func in mask_indices")
+    mask = mask_func(lax.full((n, n), 1, default_int_dtype()), k)
+    if size is not None:
+        from lamella.numpy.sorting import nonzero  # sorting builds on this module's helpers
+        return nonzero(mask, size=size)
+    mask = concrete_value(mask, "the result of mask_func in mask_indices (pass size= to "
+                                "use it under jit)")
     rows, cols = np.nonzero(mask)
     return asarray_internal(rows, default_int_dtype()), asarray_internal(cols, default_int_dtype())
 

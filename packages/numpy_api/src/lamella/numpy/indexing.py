@@ -8,8 +8,9 @@ static integers, slices and traced integer scalars lower to `slice`, `rev`,
 boolean masks) becomes a single `gather`, and updates a single scatter.
 
 Out-of-bounds indices follow JAX: reading clamps them (unless `mode="fill"`),
-updating drops them (unless `mode="clip"`); a static integer out of range is
-an IndexError.
+updating drops them (unless `mode="clip"`). Static integers too: `x[11]` of ten
+elements is `x[9]`, as in JAX; with `config.update("static_index_errors", True)`
+such a read is an IndexError naming the index, axis and size instead.
 
 >>> import numpy as np
 >>> x = np.arange(6, dtype=np.int32).reshape(2, 3)
@@ -29,6 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from lamella import lax
+from lamella.core import config
 from lamella.core import dtypes as core_dtypes
 from lamella.core.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from lamella.core.trace import Tracer, aval_of
@@ -404,7 +406,7 @@ def _take(arr: Any, index: Any, *, mode: Any = None, fill_value: Any = None,
         raise ValueError(f"fill_value of an indexed get must be a scalar, got shape "
                          f"{np.shape(fill_value)}")
     x = arr if _is_traced_or_array(arr) else asarray_internal(arr)
-    parsed = _parse(x, index, strict=mode is None)
+    parsed = _parse(x, index, strict=mode is None and config.read("static_index_errors"))
     fills = gather_mode == GatherScatterMode.FILL_OR_DROP
     if not any(e.kind == "array" or fills and e.kind == "int" for e in parsed.entries):
         return _basic_take(parsed)
@@ -428,8 +430,8 @@ def getitem(arr: Any, index: Any) -> Any:
     """`arr[index]` with NumPy's indexing rules (what `Array.__getitem__` calls).
 
     Integers, slices, None, Ellipsis, integer arrays (also traced) and concrete
-    boolean masks are accepted. Traced integers out of range are clamped, as in
-    JAX; static integers out of range raise an IndexError.
+    boolean masks are accepted. Integers out of range are clamped, as in JAX
+    (static ones raise an IndexError under the `static_index_errors` flag).
 
     >>> import numpy as np
     >>> x = np.arange(12, dtype=np.int32).reshape(3, 4)
@@ -698,13 +700,14 @@ def _along_axis_args(name: str, arr: Any, indices: Any, axis: int | None
     return arr, indices, canonicalize_axis(axis, len(a_shape))
 
 
-def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None = None,
-                    fill_value: Any = None) -> Any:
-    """`arr` at `indices` along `axis`, the other axes matched (broadcasting
-    `arr` and `indices` against each other).
+def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, mode: str | None = None,
+                    fill_value: Any = None, *, wrap_negative_indices: bool | None = None) -> Any:
+    """`arr` at `indices` along `axis` (the last by default, as in JAX), the other axes
+    matched (broadcasting `arr` and `indices` against each other).
 
     `mode` is "fill" by default (out-of-bound indices give `fill_value`, NaN for
-    inexact dtypes) or "clip"; negative indices count from the end.
+    inexact dtypes) or "clip"; negative indices count from the end unless
+    `wrap_negative_indices=False`, which treats them as out of bounds.
 
     >>> import numpy as np
     >>> x = np.float32([[10, 30, 20], [60, 40, 50]])
@@ -730,7 +733,10 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
     if a_shape[axis] == 0:
         raise IndexError("Cannot do a non-empty take_along_axis() from an empty axis.")
     mode = "fill" if mode is None else mode
-    indices = _normalize_traced(indices, a_shape[axis], _wide(indices))
+    if wrap_negative_indices is False:
+        indices = lax.convert_element_type(indices, _wide(indices))
+    else:
+        indices = _normalize_traced(indices, a_shape[axis], _wide(indices))
     others = tuple(d for d in range(len(full_a)) if d != axis)
     dnums = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
                                        start_index_map=(axis,), operand_batching_dims=others,

@@ -26,6 +26,7 @@ from lamella.core import dtypes as core_dtypes
 from lamella.lax import linalg as lax_linalg
 from lamella.numpy import ufuncs
 from lamella.numpy.dtypes import finfo, promote_dtypes, promote_dtypes_inexact
+from lamella.numpy.placement import check_out_sharding
 from lamella.numpy.products import matmul as _np_matmul
 from lamella.numpy.util import (
     asarray_internal,
@@ -185,7 +186,7 @@ def matmul(x1: Any, x2: Any, /, *, precision: Any = None,
 
 
 def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2, precision: Any = None,
-              preferred_element_type: Any = None) -> Any:
+              preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
     """Contracts the last `axes` axes of x1 with the first of x2, or the axes paired
     in ``axes = (axes1, axes2)``.
 
@@ -193,6 +194,7 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2, precision: Any = None,
     Array([[3, 3, 3, 3],
            [3, 3, 3, 3]], dtype=int32)
     """
+    check_out_sharding("linalg.tensordot", out_sharding)
     check_arraylike("tensordot", x1, x2)
     x1, x2 = promote_dtypes(x1, x2)
     s1, s2 = _shape(x1), _shape(x2)
@@ -216,7 +218,7 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2, precision: Any = None,
         a2 = tuple(canonicalize_axis(a, len(s2)) for a in p2)
     for i, j in zip(a1, a2):
         if s1[i] != s2[j]:
-            raise ValueError(f"tensordot: shape mismatch, axis {i} of shape {s1} has size "
+            raise TypeError(f"tensordot: shape mismatch, axis {i} of shape {s1} has size "
                              f"{s1[i]} but axis {j} of shape {s2} has size {s2[j]}")
     return lax.dot_general(x1, x2, ((a1, a2), ((), ())), precision=precision,
                            preferred_element_type=preferred_element_type)
@@ -1063,10 +1065,11 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tu
     return x, resid, rank, s
 
 
-def matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None) -> Any:
+def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any = None) -> Any:
     """The number of singular values above the threshold: `tol` (absolute), else
     ``rtol * max(S)``, by default ``max(S) * max(m, n) * eps``. Arrays of fewer than
-    two dimensions have rank 1 unless all zero.
+    two dimensions have rank 1 unless all zero. With `hermitian`, M's singular values
+    are its eigenvalues' magnitudes (`eigvalsh`, cheaper than an SVD).
 
     >>> matrix_rank(np.float32([[1, 2], [2, 4]]))
     Array(1, dtype=int32)
@@ -1076,7 +1079,7 @@ def matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None) -> Any:
     if nd < 2:
         nonzero = lax.ne(M, _const(M, 0))
         return lax.convert_element_type(lax.reduce_or(nonzero, tuple(range(nd))), np.int32)
-    s = svd(M, full_matrices=False, compute_uv=False)
+    s = lax.abs(eigvalsh(M)) if hermitian else svd(M, full_matrices=False, compute_uv=False)
     last = len(_shape(s)) - 1
     smax = lax.reduce_max(s, (last,)) if _shape(s)[-1] else lax.full(_shape(s)[:-1], 0,
                                                                        dtype_of(s))

@@ -29,6 +29,7 @@ from lamella.core.errors import ConcretizationTypeError
 from lamella.core.trace import aval_of
 from lamella.numpy import util
 from lamella.numpy.dtypes import promote_dtypes
+from lamella.numpy.placement import check_out_sharding
 from lamella.numpy.ufuncs import _broadcast_shapes
 from lamella.numpy.util import checked_array as _array
 from lamella.numpy.util import default_float_dtype, dtype_of
@@ -190,11 +191,12 @@ def _reshape(a: Any, new_shape: tuple[int, ...], order: str = "C") -> Any:
     raise ValueError(f"order must be 'C' or 'F', got {order!r}")
 
 
-def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
-            copy: bool | None = None) -> Any:
+def reshape(a: Any, shape: Any, order: str = "C", *, copy: bool | None = None,
+            out_sharding: Any = None) -> Any:
     """`a` with a new `shape` (one entry may be -1), read in `order` ('C' or 'F').
 
-    `newshape` is the deprecated spelling of `shape`; `copy` is accepted and ignored.
+    `copy` is accepted and ignored (arrays are immutable); as in JAX 0.10 there is no
+    `newshape` spelling.
 
     >>> reshape(np.arange(6, dtype=np.int32), (2, -1))
     Array([[0, 1, 2],
@@ -203,22 +205,18 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
     Array([[0, 2, 4],
            [1, 3, 5]], dtype=int32)
     """
-    if newshape is not None:
-        if shape is not None:
-            raise TypeError("reshape got both `shape` and `newshape`: pass only `shape`")
-        shape = newshape
-    if shape is None:
-        raise TypeError("reshape() missing required argument 'shape'")
+    check_out_sharding("reshape", out_sharding)
     a = _array("reshape", a)
     return _reshape(a, _static_ints(shape, "the `shape` argument of reshape"), order)
 
 
-def ravel(a: Any, order: str = "C") -> Any:
+def ravel(a: Any, order: str = "C", *, out_sharding: Any = None) -> Any:
     """`a` flattened to one axis, read in `order` ('C' or 'F').
 
     >>> ravel(np.int32([[1, 2], [3, 4]]), order="F")
     Array([1, 3, 2, 4], dtype=int32)
     """
+    check_out_sharding("ravel", out_sharding)
     a = _array("ravel", a)
     return _reshape(a, (math.prod(_shape(a)),), order)
 
@@ -359,13 +357,14 @@ def broadcast_shapes(*shapes: int | Sequence[int]) -> tuple[int, ...]:
     return _broadcast_shapes(shapes)
 
 
-def broadcast_to(array: Any, shape: int | Sequence[int]) -> Any:
+def broadcast_to(array: Any, shape: int | Sequence[int], *, out_sharding: Any = None) -> Any:
     """`array` broadcast to `shape` by NumPy's rules.
 
     >>> broadcast_to(np.int32([1, 2]), (2, 2))
     Array([[1, 2],
            [1, 2]], dtype=int32)
     """
+    check_out_sharding("broadcast_to", out_sharding)
     a = _array("broadcast_to", array)
     shape = _static_ints(shape, "the `shape` argument of broadcast_to")
     old = _shape(a)
@@ -666,7 +665,7 @@ def tile(A: Any, reps: int | Sequence[int]) -> Any:  # noqa: N803 (NumPy's name)
 
 
 def repeat(a: Any, repeats: Any, axis: int | None = None, *,
-           total_repeat_length: int | None = None) -> Any:
+           total_repeat_length: int | None = None, out_sharding: Any = None) -> Any:
     """Each element of `a` repeated `repeats` times (an int, or one count per element)
     along `axis` (of the flattened array when None).
 
@@ -680,6 +679,7 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
            [3, 4],
            [3, 4]], dtype=int32)
     """
+    check_out_sharding("repeat", out_sharding)
     a = _array("repeat", a)
     if axis is None:
         a, axis = _reshape(a, (-1,)), 0
@@ -1042,25 +1042,32 @@ def _delete_traced(a: Any, obj: Any, axis: int) -> Any:
     return _gather_axis(a, idx, axis)
 
 
-def trim_zeros(filt: Any, trim: str = "fb") -> Any:
-    """The 1-D, concrete `filt` without its leading ('f') and/or trailing ('b') zeros.
+def trim_zeros(filt: Any, trim: str = "fb", axis: int | Sequence[int] | None = None) -> Any:
+    """The concrete `filt` without its leading ('f') and/or trailing ('b') all-zero
+    slices along `axis` (every axis when None).
 
     >>> trim_zeros(np.int32([0, 1, 0, 2, 0]))
     Array([1, 0, 2], dtype=int32)
+    >>> trim_zeros(np.int32([[0, 0, 0], [0, 1, 0]]))
+    Array([[1]], dtype=int32)
     """
     a = _array("trim_zeros", filt)
     value = util.concrete_value(a, "the `filt` argument of trim_zeros")
-    if value.ndim != 1:
-        raise ValueError(f"trim_zeros requires a 1-D input, got shape {value.shape}")
     trim = trim.lower()
     if not trim or set(trim) - set("fb"):
         raise ValueError(f"trim_zeros: trim must be 'f', 'b' or 'fb', got {trim!r}")
-    nonzero = np.flatnonzero(value)
-    if nonzero.size == 0:
-        return lax.slice_in_dim(a, 0, 0)
-    start = int(nonzero[0]) if "f" in trim else 0
-    stop = int(nonzero[-1]) + 1 if "b" in trim else value.size
-    return lax.slice_in_dim(a, start, stop)
+    if value.ndim == 0:
+        raise ValueError("trim_zeros requires an array of at least one dimension")
+    axes = util.canonicalize_axes(axis, value.ndim)
+    nonzero = value != 0
+    for ax in axes:
+        along = np.flatnonzero(nonzero.any(axis=tuple(d for d in range(value.ndim) if d != ax)))
+        if along.size == 0:  # all zeros: empty along the trimmed axes, as NumPy
+            return lax.slice_in_dim(a, 0, 0, axis=ax)
+        start = int(along[0]) if "f" in trim else 0
+        stop = int(along[-1]) + 1 if "b" in trim else value.shape[ax]
+        a = lax.slice_in_dim(a, start, stop, axis=ax)
+    return a
 
 
 # --- selecting ------------------------------------------------------------------------------

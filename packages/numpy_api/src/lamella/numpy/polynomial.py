@@ -24,7 +24,13 @@ from lamella.lax.contraction import Precision
 from lamella.numpy import ufuncs
 from lamella.numpy.dtypes import finfo, promote_dtypes, promote_dtypes_inexact
 from lamella.numpy.signal import _at, _static_int, convolve
-from lamella.numpy.util import asarray_internal, check_arraylike, concrete_int, concrete_value
+from lamella.numpy.util import (
+    asarray_internal,
+    check_arraylike,
+    concrete_int,
+    concrete_value,
+    eager_jit,
+)
 from lamella.numpy.util import shape as _shape
 
 __all__ = ["poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul",
@@ -60,6 +66,7 @@ def _trim_front(name: str, x: Any, tol: float = 0.0) -> Any:
 
 
 # --- evaluation and fitting -----------------------------------------------------------
+@eager_jit("unroll")  # one compiled scan per shape, not one per call
 def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
     """The polynomial `p[0] * x**(M-1) + ... + p[M-1]` at `x`, by Horner's rule (a
     `lax.scan` over the coefficients unrolled `unroll` steps at a time).
@@ -226,6 +233,7 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
     return ufuncs.where(keep, found, complex(np.nan, np.nan))
 
 
+@eager_jit()
 def poly(seq_of_zeros: Any) -> Any:
     """The coefficients of the monic polynomial with the given roots (or with the
     eigenvalues of a square matrix as roots, then complex).

@@ -5,19 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 from lamella.core.trace import aval_of
-from lamella.lax import broadcast_in_dim, dot_general, reshape
-from lamella.numpy.dtypes import promote_dtypes
+from lamella.lax import broadcast_in_dim, reshape
+from lamella.numpy.contractions import _Product
+from lamella.numpy.placement import check_out_sharding
 
 
-def matmul(a: Any, b: Any) -> Any:
+def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None,
+           out_sharding: Any = None) -> Any:
     """NumPy's matmul: 1-D operands are promoted to matrices (and the added axis
-    removed afterwards); leading batch dimensions broadcast.
+    removed afterwards); leading batch dimensions broadcast. `precision` and
+    `preferred_element_type` (the result and accumulation dtype) go to
+    `lax.dot_general`.
 
     >>> import numpy as np
     >>> matmul(np.ones((2, 3), np.float32), np.ones(3, np.float32))
     Array([3., 3.], dtype=float32)
+    >>> matmul(np.ones((1, 2), np.int8), np.ones((2, 1), np.int8),
+    ...        preferred_element_type=np.int32)
+    Array([[2]], dtype=int32)
     """
-    a, b = promote_dtypes(a, b)
+    check_out_sharding("matmul", out_sharding)
+    p = _Product("matmul", a, b, preferred_element_type)
+    a, b = p.a, p.b
     a_shape, b_shape = aval_of(a).shape, aval_of(b).shape
     if not a_shape or not b_shape:
         raise ValueError("matmul: operands must have at least one dimension, got shapes "
@@ -28,13 +37,14 @@ def matmul(a: Any, b: Any) -> Any:
     if vector_b:
         b, b_shape = reshape(b, (*b_shape, 1)), (*b_shape, 1)
     if a_shape[-1] != b_shape[-2]:
-        raise ValueError(f"matmul: contracted dimensions differ: shape {a_shape} has "
+        # A TypeError, as JAX's dot_general raises for contracted sizes that differ.
+        raise TypeError(f"matmul: contracted dimensions differ: shape {a_shape} has "
                          f"{a_shape[-1]} columns but shape {b_shape} has {b_shape[-2]} rows")
     batch = _broadcast_batch(a_shape[:-2], b_shape[:-2])
     a = _with_batch(a, a_shape, batch)
     b = _with_batch(b, b_shape, batch)
     n = len(batch)
-    out = dot_general(a, b, (((n + 1,), (n,)), (tuple(range(n)), tuple(range(n)))))
+    out = p.contract(a, b, (((n + 1,), (n,)), (tuple(range(n)), tuple(range(n)))), precision)
     shape = aval_of(out).shape
     if vector_a and vector_b:
         return reshape(out, shape[:-2])

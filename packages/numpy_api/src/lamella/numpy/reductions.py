@@ -28,6 +28,7 @@ from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
 from lamella.numpy.dtypes import canonicalize_user_dtype, promote_dtypes_inexact
+from lamella.numpy.placement import check_out_sharding
 from lamella.numpy.util import (
     asarray_internal,
     canonicalize_axes,
@@ -52,7 +53,7 @@ __all__ = [
     "percentile", "prod", "ptp", "quantile", "std", "sum", "var",
 ]
 
-_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
 # --- dtypes --------------------------------------------------------------------------
@@ -784,11 +785,16 @@ def _take_last(sorted_x: Any, index: Any) -> Any:
 
 
 def _quantile(name: str, a: Any, q: Any, axis: Any, out: Any, method: str, keepdims: bool,
-              ignore_nan: bool) -> Any:
+              ignore_nan: bool, weights: Any = None) -> Any:
     _check_out(name, out)
     check_arraylike(name, a, q)
     if method not in _QUANTILE_METHODS:
         raise ValueError(f"{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
+    if weights is not None and method != "inverted_cdf":
+        raise ValueError(f"{name}: only method 'inverted_cdf' supports weights, got "
+                         f"method={method!r}")
+    if method == "inverted_cdf":
+        return _inverted_cdf(name, a, q, axis, keepdims, ignore_nan, weights)
     a, q = promote_dtypes_inexact(asarray_internal(a), asarray_internal(q))
     a = lax.convert_element_type(a, aval_of(a).dtype)
     dtype = aval_of(a).dtype
@@ -846,30 +852,91 @@ def _quantile(name: str, a: Any, q: Any, axis: Any, out: Any, method: str, keepd
     return lax.reshape(result, (*q_shape, *_kept_shape(shape, axes, keepdims)))
 
 
+def _inverted_cdf(name: str, a: Any, q: Any, axis: Any, keepdims: bool, ignore_nan: bool,
+                  weights: Any) -> Any:
+    """NumPy's "inverted_cdf" quantile: the first sorted value whose cumulative weight
+    reaches q times the total (each weight 1 when `weights` is None)."""
+    a, q = promote_dtypes_inexact(asarray_internal(a), asarray_internal(q))
+    dtype = aval_of(a).dtype
+    if dtype.kind == "c":
+        raise ValueError(f"{name} does not support complex input, as the operation is "
+                         "poorly defined")
+    q_shape, shape = _shape(q), _shape(a)
+    if len(q_shape) > 1:
+        raise ValueError(f"{name}: q must have rank <= 1, got shape {q_shape}")
+    axes = _axes(axis, len(shape))
+    w = _quantile_weights(name, weights, shape, axes, dtype)
+    x, w = _moveaxes_last(a, axes), _moveaxes_last(w, axes)
+    nan = _isnan(x)
+    if ignore_nan:
+        w = lax.select(nan, _fill(w, 0), w)
+    x, w = lax.sort((x, w), dimension=len(_shape(x)) - 1, num_keys=1)  # NaNs sort last
+    batch, n = _shape(x)[:-1], _shape(x)[-1]
+    nq = math.prod(q_shape)
+    if n == 0:
+        return lax.full((*q_shape, *_kept_shape(shape, axes, keepdims)), np.nan, dtype)
+    cumulative = lax.cumsum(w, len(batch))
+    total = lax.slice_in_dim(cumulative, n - 1, n, axis=len(batch))
+    full = (nq, *batch, n)
+    target = lax.mul(lax.broadcast_in_dim(lax.reshape(q, (nq,)), full, (0,)),
+                     lax.broadcast_in_dim(total, full, tuple(range(1, len(full)))))
+    below = lax.lt(lax.broadcast_in_dim(cumulative, full, tuple(range(1, len(full)))), target)
+    index = lax.reduce_sum(lax.convert_element_type(below, np.int32), (len(full) - 1,))
+    index = lax.expand_dims(lax.min(index, lax.full_like(index, n - 1)), (len(full) - 1,))
+    result = _take_last(x, index)
+    if not ignore_nan:  # as NumPy: a NaN anywhere in a slice makes its quantiles NaN
+        any_nan = lax.broadcast_in_dim(lax.reduce_or(nan, (len(batch),)), (nq, *batch),
+                                       tuple(range(1, len(batch) + 1)))
+        result = lax.select(any_nan, _fill(result, np.nan), result)
+    return lax.reshape(result, (*q_shape, *_kept_shape(shape, axes, keepdims)))
+
+
+def _quantile_weights(name: str, weights: Any, shape: tuple[int, ...], axes: tuple[int, ...],
+                      dtype: np.dtype) -> Any:
+    """`weights` broadcast to `a`'s shape: given with `a`'s shape, or 1-D along the one
+    reduced axis."""
+    if weights is None:
+        return lax.full(shape, 1, dtype)
+    w = lax.convert_element_type(_asarray(name, weights), dtype)
+    w_shape = _shape(w)
+    if w_shape == shape:
+        return w
+    if len(axes) == 1 and w_shape == (shape[axes[0]],):
+        return lax.broadcast_in_dim(w, shape, axes)
+    raise ValueError(f"{name}: weights must have the shape of `a` {shape}, or be 1-D with "
+                     f"the length of the reduced axis; got shape {w_shape}")
+
+
 @eager_jit(*_STATIC)
 def quantile(a: Any, q: Any, axis: Any = None, out: None = None,
              overwrite_input: bool = False, method: str = "linear",
-             keepdims: bool = False) -> Any:
+             keepdims: bool = False, *, weights: Any = None) -> Any:
     """The `q`-th quantiles (q in [0, 1], a scalar or 1-D) over `axis`; `method` is
-    "linear", "lower", "higher", "midpoint" or "nearest" as in NumPy. A slice holding
-    a NaN has NaN quantiles. The result's leading axes are q's.
+    "linear", "lower", "higher", "midpoint", "nearest" or "inverted_cdf" as in NumPy
+    (only "inverted_cdf" takes `weights`). A slice holding a NaN has NaN quantiles. The
+    result's leading axes are q's.
 
     >>> quantile(np.float32([1, 2, 3, 4]), np.float32([0.25, 0.5]))
     Array([1.75, 2.5 ], dtype=float32)
+    >>> quantile(np.float32([1, 2, 3]), 0.5, weights=np.float32([1, 1, 4]),
+    ...          method="inverted_cdf")
+    Array(3., dtype=float32)
     """
-    return _quantile("quantile", a, q, axis, out, method, keepdims, ignore_nan=False)
+    return _quantile("quantile", a, q, axis, out, method, keepdims, ignore_nan=False,
+                     weights=weights)
 
 
 @eager_jit(*_STATIC)
 def nanquantile(a: Any, q: Any, axis: Any = None, out: None = None,
                 overwrite_input: bool = False, method: str = "linear",
-                keepdims: bool = False) -> Any:
+                keepdims: bool = False, *, weights: Any = None) -> Any:
     """`quantile` of the non-NaN elements (NaN for a slice of NaNs alone).
 
     >>> nanquantile(np.float32([1, np.nan, 3]), 0.5)
     Array(2., dtype=float32)
     """
-    return _quantile("nanquantile", a, q, axis, out, method, keepdims, ignore_nan=True)
+    return _quantile("nanquantile", a, q, axis, out, method, keepdims, ignore_nan=True,
+                     weights=weights)
 
 
 def _percent(name: str, q: Any) -> Any:
@@ -881,27 +948,29 @@ def _percent(name: str, q: Any) -> Any:
 @eager_jit(*_STATIC)
 def percentile(a: Any, q: Any, axis: Any = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear",
-               keepdims: bool = False) -> Any:
+               keepdims: bool = False, *, weights: Any = None, out_sharding: Any = None
+               ) -> Any:
     """`quantile` with q in percent, [0, 100].
 
     >>> percentile(np.float32([1, 2, 3, 4]), 50)
     Array(2.5, dtype=float32)
     """
+    check_out_sharding("percentile", out_sharding)
     return quantile(a, _percent("percentile", q), axis, out, overwrite_input, method,
-                    keepdims)
+                    keepdims, weights=weights)
 
 
 @eager_jit(*_STATIC)
 def nanpercentile(a: Any, q: Any, axis: Any = None, out: None = None,
                   overwrite_input: bool = False, method: str = "linear",
-                  keepdims: bool = False) -> Any:
+                  keepdims: bool = False, *, weights: Any = None) -> Any:
     """`nanquantile` with q in percent.
 
     >>> nanpercentile(np.float32([1, np.nan, 3]), 100)
     Array(3., dtype=float32)
     """
     return nanquantile(a, _percent("nanpercentile", q), axis, out, overwrite_input, method,
-                       keepdims)
+                       keepdims, weights=weights)
 
 
 @eager_jit(*_STATIC)

@@ -27,6 +27,7 @@ from lamella.core import dtypes as core_dtypes
 from lamella.core.errors import ConcretizationTypeError
 from lamella.core.trace import aval_of
 from lamella.numpy.dtypes import promote_dtypes, promote_dtypes_inexact
+from lamella.numpy.placement import check_out_sharding
 from lamella.numpy.sorting import (
     _array,
     _concrete,
@@ -426,7 +427,7 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | Non
 
 # --- counting --------------------------------------------------------------------------
 def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
-             length: int | None = None) -> Any:
+             length: int | None = None, out_sharding: Any = None) -> Any:
     """How often each value 0, 1, ... occurs in the 1-D non-negative integer array `x`
     (sums of `weights` instead, when given).
 
@@ -439,6 +440,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
     >>> bincount(np.int32([0, 2, 2]), np.float32([0.5, 1, 1]), length=4)
     Array([0.5, 0. , 2. , 0. ], dtype=float32)
     """
+    check_out_sharding("bincount", out_sharding)
     check_arraylike("bincount", x)
     xs = asarray_internal(x)
     if aval_of(xs).dtype == np.bool_:

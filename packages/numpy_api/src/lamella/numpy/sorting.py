@@ -25,7 +25,7 @@ import numpy as np
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
-from lamella.numpy.dtypes import promote_dtypes
+from lamella.numpy.dtypes import canonicalize_user_dtype, promote_dtypes
 from lamella.numpy.ufuncs import where as _where3
 from lamella.numpy.util import (
     asarray_internal,
@@ -33,6 +33,7 @@ from lamella.numpy.util import (
     check_arraylike,
     concrete_int,
     concrete_value,
+    eager_jit,
     flatten_1d,
 )
 from lamella.numpy.util import checked_array as _array
@@ -172,9 +173,9 @@ def sort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None,
 
 
 def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None,
-            stable: bool = True, descending: bool = False) -> Any:
-    """The indices that sort `a` along `axis` (flattened when None). Ties keep their
-    original order, also when `descending`.
+            stable: bool = True, descending: bool = False, dtype: Any = None) -> Any:
+    """The indices (of integer `dtype`, the default int unless given) that sort `a` along
+    `axis` (flattened when None). Ties keep their original order, also when `descending`.
 
     >>> argsort(np.float32([3, 1, 2]))
     Array([1, 2, 0], dtype=int32)
@@ -183,7 +184,10 @@ def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = Non
     if order is not None:
         raise ValueError("argsort: the `order` argument is not supported")
     arr, axis = _axis_or_flat(arr, axis, "argsort")
-    shape, dt = _shape(arr), _int_dtype()
+    shape = _shape(arr)
+    dt = _int_dtype() if dtype is None else canonicalize_user_dtype(dtype, "argsort")
+    if dt.kind not in "iu":
+        raise ValueError(f"argsort: dtype must be an integer type, got {dt.name}")
     positions = lax.broadcasted_iota(dt, shape, axis)
     if not descending:
         return lax.sort((arr, positions), dimension=axis, is_stable=bool(stable))[1]
@@ -271,6 +275,7 @@ def sort_complex(a: Any) -> Any:
 
 
 # --- searching -------------------------------------------------------------------------
+@eager_jit("side", "method")
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
                  method: str = "scan") -> Any:
     """Where each element of `v` would be inserted into the sorted 1-D `a` to keep it
@@ -316,11 +321,12 @@ def _search_scan(a: Any, v: Any, side: str, unrolled: bool) -> Any:
     # Binary search on [low, high); every level halves it, so bit_length(n) levels end it.
     n, shape = _shape(a)[0], _shape(v)
     goes_right = _order_lt if side == "left" else _order_le
-    one, two = _full(shape, 1, np.int32), _full(shape, 2, np.int32)
+    one = _full(shape, 1, np.int32)
 
     def level(_: Any, bounds: tuple[Any, Any]) -> tuple[Any, Any]:
         low, high = bounds
-        mid = lax.div(lax.add(low, high), two)
+        # A shift halves the (non-negative) width; low + width // 2 cannot overflow.
+        mid = lax.add(low, lax.shift_right_logical(lax.sub(high, low), one))
         active = lax.lt(low, high)
         right = lax.bitwise_and(active, goes_right(_take_rows(a, mid), v))
         left = lax.bitwise_and(active, lax.bitwise_not(right))
@@ -345,10 +351,15 @@ def _search_compare_all(a: Any, v: Any, side: str) -> Any:
 
 
 def _rank(x: Any) -> Any:
-    """The position of each element of the 1-D `x` in its stable sort."""
+    """The position of each element of the 1-D `x` in its stable sort: one sort, then
+    the permutation inverted by a scatter (linear, where a second sort is not)."""
     positions = lax.iota(np.int32, _shape(x)[0])
     _, perm = lax.sort((x, positions), dimension=0)
-    return lax.sort((perm, positions), dimension=0)[1]
+    dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                        scatter_dims_to_operand_dims=(0,))
+    return lax.scatter(positions, lax.expand_dims(perm, (1,)), positions, dnums,
+                       indices_are_sorted=False, unique_indices=True,
+                       mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _search_sort(a: Any, v: Any, side: str) -> Any:

@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 
+_PLAIN_OPERANDS = frozenset({lax.Array, np.ndarray, float, int, complex, bool})
+
+
 def _no_out(name: str, out: Any) -> None:
     if out is not None:
         raise NotImplementedError(
@@ -99,7 +102,10 @@ class ufunc:
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}() takes {self.nin} positional argument"
                             f"{'s' if self.nin != 1 else ''} but {len(args)} were given")
-        check_arraylike(self.__name__, *args)
+        for a in args:  # the common types first: this check is most of a call's overhead
+            if type(a) not in _PLAIN_OPERANDS:
+                check_arraylike(self.__name__, *args)
+                break
         return self._call(*args)
 
     # --- reduce ---------------------------------------------------------------------

@@ -141,6 +141,12 @@ def _const(x: Any, value: Any, dtype: Any = None) -> Any:
     return lax.full_like(x, value, dtype)
 
 
+def _no_out(name: str, out: Any) -> None:
+    if out is not None:
+        raise NotImplementedError(f"the out argument of {name}: lamella arrays are immutable, "
+                                  "so the result is returned instead")
+
+
 def _require_real(name: str, x: Any) -> None:
     if _is_complex(x):
         raise TypeError(f"{name} is not defined for complex inputs (got {dtype_of(x)})")
@@ -200,12 +206,14 @@ divide = true_divide
 
 def _int_floor_divide(x1: Any, x2: Any) -> Any:
     # lax.div truncates toward zero; step down where the signs differ and the
-    # division was inexact to get NumPy's floor.
+    # division was inexact to get NumPy's floor. Division by zero keeps XLA's
+    # defined quotient (-1, all bits set) and, as in JAX, the sign test steps it
+    # down to -2 for a nonzero dividend.
     quotient = lax.div(x1, x2)
     if dtype_of(x1).kind == "u":
         return quotient
     zero = _const(x1, 0)
-    differ = lax.ne(lax.lt(x1, zero), lax.lt(x2, zero))
+    differ = lax.ne(lax.sign(x1), lax.sign(x2))
     inexact = lax.ne(lax.rem(x1, x2), zero)
     return lax.select(lax.bitwise_and(differ, inexact), lax.sub(quotient, _const(x1, 1)),
                       quotient)
@@ -214,9 +222,11 @@ def _int_floor_divide(x1: Any, x2: Any) -> Any:
 def _float_divmod(x1: Any, x2: Any) -> tuple[Any, Any]:
     # Python's divmod for floats: the remainder takes the divisor's sign, the
     # quotient is then exact up to rounding, so round it to an integer value.
+    # Dividing by zero gives x1 / 0 (an infinity, or NaN) and a NaN remainder.
     mod = lax.rem(x1, x2)
-    quotient = lax.div(lax.sub(x1, mod), x2)
     zero = _const(x1, 0)
+    dividend = lax.select(lax.eq(x2, zero), x1, lax.sub(x1, mod))
+    quotient = lax.div(dividend, x2)
     fix = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(x2, zero), lax.lt(mod, zero)))
     mod = lax.select(fix, lax.add(mod, x2), mod)
     quotient = lax.select(fix, lax.sub(quotient, _const(x1, 1)), quotient)
@@ -237,6 +247,8 @@ def floor_divide(x1: Any, x2: Any, /) -> Any:
 
 
 def _int_remainder(x1: Any, x2: Any) -> Any:
+    # x % 0 is 0, as in JAX (XLA's rem would give x): divide by 1 there instead.
+    x2 = lax.select(lax.eq(x2, _const(x2, 0)), _const(x2, 1), x2)
     mod = lax.rem(x1, x2)
     if dtype_of(x1).kind == "u":
         return mod
@@ -322,10 +334,10 @@ def power(x1: Any, x2: Any, /) -> Any:
     return _int_power(x1, x2) if _is_int(x1) else lax.pow(x1, x2)
 
 
-def float_power(x1: Any, x2: Any, /) -> Any:
-    """Elementwise x1 ** x2 computed in the inexact promoted dtype."""
-    x1, x2 = _promote_and_broadcast("float_power", x1, x2, kind="inexact")
-    return lax.pow(x1, x2)
+def float_power(x: Any, y: Any, /) -> Any:
+    """Elementwise x ** y computed in the inexact promoted dtype."""
+    x, y = _promote_and_broadcast("float_power", x, y, kind="inexact")
+    return lax.pow(x, y)
 
 
 def negative(x: Any, /) -> Any:
@@ -566,7 +578,7 @@ def minimum(x1: Any, x2: Any, /) -> Any:
     return lax.min(x1, x2)
 
 
-def fmax(x1: Any, x2: Any, /) -> Any:
+def fmax(x1: Any, x2: Any) -> Any:
     """Elementwise maximum ignoring NaNs (NaN only where both are NaN).
 
     >>> fmax(np.float32([1, np.nan]), np.float32([np.nan, np.nan]))
@@ -576,19 +588,21 @@ def fmax(x1: Any, x2: Any, /) -> Any:
     return lax.select(lax.bitwise_or(lax.gt(x1, x2), lax.ne(x2, x2)), x1, x2)
 
 
-def fmin(x1: Any, x2: Any, /) -> Any:
+def fmin(x1: Any, x2: Any) -> Any:
     """Elementwise minimum ignoring NaNs (NaN only where both are NaN)."""
     x1, x2 = _promote_and_broadcast("fmin", x1, x2)
     return lax.select(lax.bitwise_or(lax.lt(x1, x2), lax.ne(x2, x2)), x1, x2)
 
 
-def clip(arr: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+def clip(arr: Any = None, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
     """`arr` limited to [min, max] (either bound may be None), as
     `minimum(max, maximum(min, arr))`, so the bounds take part in promotion.
 
     >>> clip(np.int32([-2, 5, 9]), 0, 6)
     Array([0, 5, 6], dtype=int32)
     """
+    if arr is None:
+        raise ValueError("No input was provided to the clip function: pass the array to clip")
     if min is not None:
         arr = maximum(min, arr)
     if max is not None:
@@ -613,7 +627,7 @@ def ceil(x: Any, /) -> Any:
     return x if dtype_of(x).kind in "biu" else lax.ceil(x)
 
 
-def trunc(x: Any, /) -> Any:
+def trunc(x: Any) -> Any:
     """Elementwise rounding toward zero; integers and bools are returned unchanged."""
     (x,) = _promote_and_broadcast("trunc", x)
     _require_real("trunc", x)
@@ -705,8 +719,9 @@ def isfinite(x: Any, /) -> Any:
     return _strong(lax.is_finite(x))
 
 
-def isposinf(x: Any, /) -> Any:
+def isposinf(x: Any, /, out: None = None) -> Any:
     """Elementwise test for positive infinity."""
+    _no_out("isposinf", out)
     (x,) = _promote_and_broadcast("isposinf", x)
     _require_real("isposinf", x)
     if dtype_of(x).kind in "biu":
@@ -714,8 +729,9 @@ def isposinf(x: Any, /) -> Any:
     return _strong(lax.eq(x, _const(x, np.inf)))
 
 
-def isneginf(x: Any, /) -> Any:
+def isneginf(x: Any, /, out: None = None) -> Any:
     """Elementwise test for negative infinity."""
+    _no_out("isneginf", out)
     (x,) = _promote_and_broadcast("isneginf", x)
     _require_real("isneginf", x)
     if dtype_of(x).kind in "biu":
@@ -762,9 +778,9 @@ def heaviside(x1: Any, x2: Any, /) -> Any:
                       lax.select(lax.gt(x1, zero), _const(x1, 1), x2))
 
 
-def nextafter(x1: Any, x2: Any, /) -> Any:
-    """Elementwise next representable value after x1 toward x2."""
-    x1, x2 = _promote_and_broadcast("nextafter", x1, x2, kind="inexact")
+def nextafter(x: Any, y: Any, /) -> Any:
+    """Elementwise next representable value after x toward y."""
+    x1, x2 = _promote_and_broadcast("nextafter", x, y, kind="inexact")
     _require_real("nextafter", x1)
     return lax.nextafter(x1, x2)
 
@@ -863,9 +879,9 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
 
 # --- comparisons and logic ---------------------------------------------------------------
 def _comparison(name: str, fn: Callable[[Any, Any], Any], doc: str) -> Callable[[Any, Any], Any]:
-    def compare(x1: Any, x2: Any, /) -> Any:
-        x1, x2 = _promote_and_broadcast(name, x1, x2)
-        return _strong(fn(x1, x2))
+    def compare(x: Any, y: Any, /) -> Any:
+        x, y = _promote_and_broadcast(name, x, y)
+        return _strong(fn(x, y))
     compare.__name__ = compare.__qualname__ = name
     compare.__doc__ = doc
     return compare
@@ -945,7 +961,15 @@ def bitwise_not(x: Any, /) -> Any:
 
 invert = bitwise_not
 
-left_shift = _bitwise("left_shift", lax.shift_left, "Elementwise x1 << x2.")
+def left_shift(x: Any, y: Any, /) -> Any:
+    """Elementwise x << y.
+
+    >>> left_shift(np.int32([1, 3]), 2)
+    Array([ 4, 12], dtype=int32)
+    """
+    x, y = _promote_and_broadcast("left_shift", x, y)
+    _require_integral("left_shift", x)
+    return lax.shift_left(x, y)
 
 
 def right_shift(x1: Any, x2: Any, /) -> Any:
@@ -975,15 +999,15 @@ def where(condition: Any, x: Any, y: Any, /) -> Any:
 
 
 # --- complex numbers ---------------------------------------------------------------------
-def real(x: Any, /) -> Any:
-    """Elementwise real part (x itself for real inputs)."""
-    (x,) = _promote_and_broadcast("real", x)
+def real(val: Any, /) -> Any:
+    """Elementwise real part (the value itself for real inputs)."""
+    (x,) = _promote_and_broadcast("real", val)
     return lax.real(x) if _is_complex(x) else x
 
 
-def imag(x: Any, /) -> Any:
+def imag(val: Any, /) -> Any:
     """Elementwise imaginary part (zeros for real inputs)."""
-    (x,) = _promote_and_broadcast("imag", x)
+    (x,) = _promote_and_broadcast("imag", val)
     return lax.imag(x) if _is_complex(x) else _const(x, 0)
 
 
