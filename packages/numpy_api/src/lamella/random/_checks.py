@@ -52,8 +52,8 @@ def sample_shape(name: str, shape: Any, *params: Any) -> tuple[int, ...]:
 def float_dtype(name: str, dtype: Any, complex_ok: bool = False) -> np.dtype:
     """The canonical floating (or complex) dtype requested (None: the default float),
     or a ValueError."""
-    dtype = np.float64 if dtype is None else dtype
-    dt = core_dtypes.canonicalize_dtype(np_dtypes.dtype(dtype))
+    dt = (core_dtypes.canonicalize_dtype(np.dtype(np.float64)) if dtype is None
+          else np_dtypes.canonicalize_user_dtype(dtype, name))
     if not (np_dtypes.issubdtype(dt, np.floating)
             or complex_ok and np_dtypes.issubdtype(dt, np.complexfloating)):
         kind = "a float or complex dtype" if complex_ok else "a float dtype"
@@ -63,8 +63,8 @@ def float_dtype(name: str, dtype: Any, complex_ok: bool = False) -> np.dtype:
 
 def int_dtype(name: str, dtype: Any) -> np.dtype:
     """The canonical integer dtype requested (None: the default int), or a TypeError."""
-    dtype = np.int64 if dtype is None else dtype
-    dt = core_dtypes.canonicalize_dtype(np_dtypes.dtype(dtype))
+    dt = (core_dtypes.canonicalize_dtype(np.dtype(np.int64)) if dtype is None
+          else np_dtypes.canonicalize_user_dtype(dtype, name))
     if not np_dtypes.issubdtype(dt, np.integer):
         raise TypeError(f"dtype argument to `{name}` must be an integer dtype, got {dt.name}")
     return dt

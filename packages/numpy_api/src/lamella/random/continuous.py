@@ -27,6 +27,7 @@ import lamella.numpy as lnp
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.lax import linalg
+from lamella.numpy.placement import check_out_sharding
 from lamella.numpy.util import check_arraylike, concrete_int
 from lamella.numpy.util import shape as _shape
 from lamella.random._checks import (
@@ -68,8 +69,8 @@ def _uniform(words: Any, shape: tuple[int, ...], dtype: np.dtype, minval: Any,
     return lax.max(minval, lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval))
 
 
-def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = float, minval: Any = 0.0,
-            maxval: Any = 1.0) -> Any:
+def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any = 0.0,
+            maxval: Any = 1.0, *, out_sharding: Any = None) -> Any:
     """Uniform samples on [minval, maxval) (bounds broadcast against `shape`).
 
     >>> from lamella.random.keys import key
@@ -78,6 +79,7 @@ def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = float, minval: Any
     >>> uniform(key(0), (2, 3), minval=-1.0, maxval=1.0).shape
     (2, 3)
     """
+    check_out_sharding("uniform", out_sharding)
     words, dtype, shape, (minval, maxval) = prepare("uniform", key, dtype, shape, minval, maxval,
                                                     shape_optional=False)
     return _uniform(words, shape, dtype, minval, maxval)
@@ -104,26 +106,29 @@ def _normal(words: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return lax.div(lax.add(re, lax.mul(np.array(1j, dtype), im)), np.array(np.sqrt(2), dtype))
 
 
-def normal(key: Any, shape: Sequence[int] = (), dtype: Any = float) -> Any:
+def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None,
+           *, out_sharding: Any = None) -> Any:
     """Standard normal samples (complex dtypes: real and imaginary parts of variance 1/2).
 
     >>> from lamella.random.keys import PRNGKey
     >>> normal(PRNGKey(42), (3,))
     Array([-0.02830462,  0.46713185,  0.29570296], dtype=float32)
     """
+    check_out_sharding("normal", out_sharding)
     words, _ = _single_key("normal", key)
     dtype = float_dtype("normal", dtype, complex_ok=True)
     return _normal(words, _canonical_shape("normal", shape), dtype)
 
 
-def lognormal(key: Any, sigma: Any = 1.0, shape: Sequence[int] | None = None,
-              dtype: Any = float) -> Any:
+def lognormal(key: Any, sigma: Any = np.float32(1.0), shape: Sequence[int] | None = None,  # noqa: B008 (JAX's strongly typed default)
+              dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Lognormal samples: `exp(sigma * normal)` (shape defaults to sigma's shape).
 
     >>> from lamella.random.keys import PRNGKey
     >>> lognormal(PRNGKey(42), 0.5, (2,)).shape
     (2,)
     """
+    check_out_sharding("lognormal", out_sharding)
     words, _ = _single_key("lognormal", key)
     dtype = float_dtype("lognormal", dtype, complex_ok=True)
     check_arraylike("lognormal", sigma)
@@ -138,7 +143,7 @@ def lognormal(key: Any, sigma: Any = 1.0, shape: Sequence[int] | None = None,
 
 
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | None = None,
-                     dtype: Any = float) -> Any:
+                     dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Standard normal samples truncated to the open interval (lower, upper).
 
     >>> from lamella.random.keys import key
@@ -146,6 +151,7 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | No
     >>> bool((abs(x) < 1).all())
     True
     """
+    check_out_sharding("truncated_normal", out_sharding)
     words, dtype, shape, (lower, upper) = prepare("truncated_normal", key, dtype, shape, lower,
                                                   upper)
     sqrt2 = const(dtype, np.sqrt(2))
@@ -157,26 +163,30 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | No
     return lnp.clip(out, lo, hi)
 
 
-def exponential(key: Any, shape: Sequence[int] = (), dtype: Any = float) -> Any:
+def exponential(key: Any, shape: Sequence[int] = (), dtype: Any = None,
+                *, out_sharding: Any = None) -> Any:
     """Exponential samples of rate 1: `-log1p(-u)`.
 
     >>> from lamella.random.keys import key
     >>> bool((exponential(key(0), (50,)) >= 0).all())
     True
     """
+    check_out_sharding("exponential", out_sharding)
     words, _ = _single_key("exponential", key)
     dtype = float_dtype("exponential", dtype)
     u = _standard_uniform(words, _canonical_shape("exponential", shape), dtype)
     return lax.neg(lax.log1p(lax.neg(u)))
 
 
-def laplace(key: Any, shape: Sequence[int] = (), dtype: Any = float) -> Any:
+def laplace(key: Any, shape: Sequence[int] = (), dtype: Any = None,
+            *, out_sharding: Any = None) -> Any:
     """Laplace samples (location 0, scale 1).
 
     >>> from lamella.random.keys import key
     >>> laplace(key(0), (2, 2)).shape
     (2, 2)
     """
+    check_out_sharding("laplace", out_sharding)
     words, _ = _single_key("laplace", key)
     dtype = float_dtype("laplace", dtype)
     lo = const(dtype, -1.0 + float(lnp.finfo(dtype).epsneg))
@@ -184,13 +194,15 @@ def laplace(key: Any, shape: Sequence[int] = (), dtype: Any = float) -> Any:
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
 
-def logistic(key: Any, shape: Sequence[int] = (), dtype: Any = float) -> Any:
+def logistic(key: Any, shape: Sequence[int] = (), dtype: Any = None,
+             *, out_sharding: Any = None) -> Any:
     """Standard logistic samples: `log(u) - log1p(-u)`.
 
     >>> from lamella.random.keys import key
     >>> logistic(key(0), (3,)).dtype
     dtype('float32')
     """
+    check_out_sharding("logistic", out_sharding)
     words, _ = _single_key("logistic", key)
     dtype = float_dtype("logistic", dtype)
     u = _standard_uniform(words, _canonical_shape("logistic", shape), dtype,
@@ -198,13 +210,15 @@ def logistic(key: Any, shape: Sequence[int] = (), dtype: Any = float) -> Any:
     return lax.sub(lax.log(u), lax.log1p(lax.neg(u)))
 
 
-def cauchy(key: Any, shape: Sequence[int] = (), dtype: Any = float) -> Any:
+def cauchy(key: Any, shape: Sequence[int] = (), dtype: Any = None,
+           *, out_sharding: Any = None) -> Any:
     """Standard Cauchy samples: `tan(pi * (u - 1/2))`.
 
     >>> from lamella.random.keys import key
     >>> cauchy(key(0), (3,)).shape
     (3,)
     """
+    check_out_sharding("cauchy", out_sharding)
     words, _ = _single_key("cauchy", key)
     dtype = float_dtype("cauchy", dtype)
     u = _standard_uniform(words, _canonical_shape("cauchy", shape), dtype,
@@ -239,32 +253,35 @@ def _gumbel(words: Any, shape: tuple[int, ...], dtype: np.dtype, mode: str | Non
     return lax.neg(lax.log(lax.neg(lax.log(u))))
 
 
-def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = float, mode: str | None = None
-           ) -> Any:
+def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = None, mode: str | None = None,
+           *, out_sharding: Any = None) -> Any:
     """Standard Gumbel samples: `-log(-log(u))` (mode="high": finer in the left tail).
 
     >>> from lamella.random.keys import key
     >>> gumbel(key(0), (3,)).shape
     (3,)
     """
+    check_out_sharding("gumbel", out_sharding)
     words, _ = _single_key("gumbel", key)
     return _gumbel(words, _canonical_shape("gumbel", shape), float_dtype("gumbel", dtype), mode)
 
 
-def pareto(key: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = float) -> Any:
+def pareto(key: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = None,
+           *, out_sharding: Any = None) -> Any:
     """Pareto samples of shape parameter `b` (support [1, inf)): `exp(E / b)`.
 
     >>> from lamella.random.keys import key
     >>> bool((pareto(key(0), 2.0, (20,)) >= 1).all())
     True
     """
+    check_out_sharding("pareto", out_sharding)
     words, dtype, shape, (b,) = prepare("pareto", key, dtype, shape, b)
     e = lax.neg(lax.log1p(lax.neg(_standard_uniform(words, shape, dtype))))
     return lax.exp(lax.div(e, broadcast_to(b, shape)))
 
 
 def weibull_min(key: Any, scale: Any, concentration: Any, shape: Sequence[int] = (),
-                dtype: Any = float) -> Any:
+                dtype: Any = None) -> Any:
     """Weibull samples: `scale * (-log1p(-u)) ** (1 / concentration)`.
 
     >>> from lamella.random.keys import key
@@ -279,25 +296,28 @@ def weibull_min(key: Any, scale: Any, concentration: Any, shape: Sequence[int] =
 
 
 def rayleigh(key: Any, scale: Any, shape: Sequence[int] | None = None,
-             dtype: Any = float) -> Any:
+             dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Rayleigh samples: `scale * sqrt(-2 log u)`.
 
     >>> from lamella.random.keys import key
     >>> rayleigh(key(0), 1.0, (3,)).shape
     (3,)
     """
+    check_out_sharding("rayleigh", out_sharding)
     words, dtype, shape, (scale,) = prepare("rayleigh", key, dtype, shape, scale)
     log_u = lax.log(_standard_uniform(words, shape, dtype))
     return lax.mul(broadcast_to(scale, shape), lax.sqrt(lax.mul(log_u, const(dtype, -2.0))))
 
 
-def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = float) -> Any:
+def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = None,
+         *, out_sharding: Any = None) -> Any:
     """Wald (inverse Gaussian) samples of `mean` and scale 1.
 
     >>> from lamella.random.keys import key
     >>> bool((wald(key(0), 1.0, (20,)) > 0).all())
     True
     """
+    check_out_sharding("wald", out_sharding)
     words, dtype, shape, (mean,) = prepare("wald", key, dtype, shape, mean)
     k1, k2 = _split_n(words, 2)
     mean = broadcast_to(mean, shape)
@@ -312,7 +332,8 @@ def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = f
 
 
 def triangular(key: Any, left: Any, mode: Any, right: Any,
-               shape: Sequence[int] | None = None, dtype: Any = float) -> Any:
+               shape: Sequence[int] | None = None, dtype: Any = None,
+               *, out_sharding: Any = None) -> Any:
     """Triangular samples on [left, right] peaking at `mode` (inverse CDF).
 
     >>> from lamella.random.keys import key
@@ -320,6 +341,7 @@ def triangular(key: Any, left: Any, mode: Any, right: Any,
     >>> bool(((x >= 0) & (x <= 3)).all())
     True
     """
+    check_out_sharding("triangular", out_sharding)
     words, dtype, shape, params = prepare("triangular", key, dtype, shape, left, mode, right)
     left, mode, right = (broadcast_to(v, shape) for v in params)
     u = _standard_uniform(words, shape, dtype)
@@ -334,19 +356,21 @@ def _maxwell(words: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return lax.sqrt(lax.reduce_sum(lax.mul(z, z), (len(shape),)))
 
 
-def maxwell(key: Any, shape: Sequence[int] = (), dtype: Any = float) -> Any:
+def maxwell(key: Any, shape: Sequence[int] = (), dtype: Any = None,
+            *, out_sharding: Any = None) -> Any:
     """Maxwell samples: the length of a standard normal 3-vector.
 
     >>> from lamella.random.keys import key
     >>> maxwell(key(0), (2,)).shape
     (2,)
     """
+    check_out_sharding("maxwell", out_sharding)
     words, _ = _single_key("maxwell", key)
     return _maxwell(words, _canonical_shape("maxwell", shape), float_dtype("maxwell", dtype))
 
 
 def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Sequence[int] = (),
-                         dtype: Any = float) -> Any:
+                         dtype: Any = None) -> Any:
     """Double-sided Maxwell samples: a Maxwell sample with a random sign, scaled and shifted.
 
     >>> from lamella.random.keys import key
@@ -361,7 +385,8 @@ def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Sequence[int] = 
 
 
 def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | None = None,
-                        dtype: Any = float, method: str = "cholesky") -> Any:
+                        dtype: Any = None, method: str = "cholesky",
+                        *, out_sharding: Any = None) -> Any:
     """Multivariate normal samples: `mean + factor @ z` with `factor factor^T = cov`.
 
     `method` picks the factorisation: "cholesky", "eigh" or "svd". The
@@ -373,6 +398,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
     >>> multivariate_normal(key(0), np.zeros(2), np.eye(2), (5,)).shape
     (5, 2)
     """
+    check_out_sharding("multivariate_normal", out_sharding)
     words, _ = _single_key("multivariate_normal", key)
     dtype = float_dtype("multivariate_normal", dtype)
     if method not in ("cholesky", "eigh", "svd"):
@@ -407,8 +433,8 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
     return lnp.add(mean, lax.squeeze(product, (len(_shape(product)) - 1,)))
 
 
-def orthogonal(key: Any, n: int, shape: Sequence[int] = (), dtype: Any = float,
-               m: int | None = None) -> Any:
+def orthogonal(key: Any, n: int, shape: Sequence[int] = (), dtype: Any = None,
+               m: int | None = None, *, out_sharding: Any = None) -> Any:
     """Haar-distributed orthogonal (or unitary) n-by-m matrices (m defaults to n).
 
     Built as the Q of a normal matrix's QR decomposition with each column's
@@ -420,6 +446,7 @@ def orthogonal(key: Any, n: int, shape: Sequence[int] = (), dtype: Any = float,
     >>> bool(np.allclose(q @ q.T, np.eye(3), atol=1e-5))
     True
     """
+    check_out_sharding("orthogonal", out_sharding)
     words, _ = _single_key("orthogonal", key)
     dtype = float_dtype("orthogonal", dtype, complex_ok=True)
     shape = _canonical_shape("orthogonal", shape)

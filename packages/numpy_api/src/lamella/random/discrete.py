@@ -24,6 +24,7 @@ from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
 from lamella.numpy.dtypes import promote_dtypes_inexact
+from lamella.numpy.placement import check_out_sharding
 from lamella.numpy.util import asarray_internal, canonicalize_axis, check_arraylike, concrete_int
 from lamella.numpy.util import shape as _shape
 from lamella.random._checks import (
@@ -76,8 +77,8 @@ def _as_int(name: str, x: Any) -> Any:
     return x
 
 
-def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any = int
-            ) -> Any:
+def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any = None,
+            *, out_sharding: Any = None) -> Any:
     """Uniform integers in [minval, maxval), bounds clipped to `dtype`'s range.
 
     A `maxval` above the dtype's maximum still reaches it (e.g. `0, 256` for
@@ -87,6 +88,7 @@ def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any
     >>> randint(key(0), (4,), 0, 256, "uint8").dtype
     dtype('uint8')
     """
+    check_out_sharding("randint", out_sharding)
     words, _ = _single_key("randint", key)
     dtype = int_dtype("randint", dtype)
     shape = _canonical_shape("randint", shape)
@@ -121,7 +123,7 @@ def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any
 
 
 def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
-              mode: str = "low") -> Any:
+              mode: str = "low", *, out_sharding: Any = None) -> Any:
     """Booleans that are True with probability `p` (a float array or scalar).
 
     mode="low" compares one uniform with p; mode="high" uses two uniforms for
@@ -131,6 +133,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
     >>> bernoulli(PRNGKey(0), 0.5, (4,))
     Array([False, False,  True,  True], dtype=bool)
     """
+    check_out_sharding("bernoulli", out_sharding)
     words, _ = _single_key("bernoulli", key)
     p = asarray_internal(p)
     if not lnp.issubdtype(p.dtype, np.floating):
@@ -148,25 +151,29 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
     return lnp.less(u2, lnp.subtract(p, u1))
 
 
-def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = int) -> Any:
+def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = None,
+               *, out_sharding: Any = None) -> Any:
     """Random signs: -1 or +1 with equal probability.
 
     >>> from lamella.random.keys import PRNGKey
     >>> rademacher(PRNGKey(0), (4,))
     Array([-1, -1,  1,  1], dtype=int32)
     """
+    check_out_sharding("rademacher", out_sharding)
     words, _ = _single_key("rademacher", key)
     dtype = core_dtypes.canonicalize_dtype(lnp.dtype(np.int64 if dtype is None else dtype))
     return _random_sign(words, _canonical_shape("rademacher", shape), dtype)
 
 
-def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any = int) -> Any:
+def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any = None,
+              *, out_sharding: Any = None) -> Any:
     """Geometric samples (trials up to the first success, support 1, 2, ...).
 
     >>> from lamella.random.keys import key
     >>> bool((geometric(key(0), 0.3, (20,)) >= 1).all())
     True
     """
+    check_out_sharding("geometric", out_sharding)
     words, _ = _single_key("geometric", key)
     dtype = int_dtype("geometric", dtype)
     check_arraylike("geometric", p)
@@ -179,7 +186,7 @@ def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any =
 
 
 def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None = None,
-                replace: bool = True, mode: str | None = None) -> Any:
+                replace: bool = True, mode: str | None = None, *, out_sharding: Any = None) -> Any:
     """Category indices drawn with probabilities `softmax(logits)` along `axis`.
 
     `shape` (default: the logits' shape less `axis`) must end with that batch
@@ -192,6 +199,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | No
     >>> categorical(key(0), np.log(np.float32([0.2, 0.8])), shape=(5,)).shape
     (5,)
     """
+    check_out_sharding("categorical", out_sharding)
     words, _ = _single_key("categorical", key)
     check_arraylike("categorical", logits)
     (logits,) = promote_dtypes_inexact(asarray_internal(logits))
@@ -255,7 +263,8 @@ def _take(arr: Any, indices: Any, axis: int) -> Any:
                       mode="promise_in_bounds")
 
 
-def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
+def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False,
+                *, out_sharding: Any = None) -> Any:
     """A random permutation of `range(x)` (x an int) or of `x`'s entries along `axis`.
 
     With `independent`, each slice along `axis` is permuted on its own;
@@ -265,6 +274,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     >>> permutation(PRNGKey(42), 5).shape
     (5,)
     """
+    check_out_sharding("permutation", out_sharding)
     words, _ = _single_key("permutation", key)
     if isinstance(x, (int, np.integer)) or not _shape(x) and not isinstance(x, float):
         n = concrete_int(x, "permutation: an integer x")
@@ -290,11 +300,12 @@ def _searchsorted_left(sorted_1d: Any, values: Any) -> Any:
 
 
 def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
-           p: Any = None, axis: int = 0) -> Any:
+           p: Any = None, axis: int = 0, mode: str | None = None) -> Any:
     """Random entries of `a` along `axis` (or of `range(a)` for an int `a`).
 
     With probabilities `p` (one per entry) the draws use inverse-CDF sampling
-    (with replacement) or the Gumbel-top-k trick (without).
+    (with replacement) or the Gumbel-top-k trick (without), whose Gumbel samples
+    take `mode` ("low" or "high", as `gumbel`'s).
 
     >>> import numpy as np
     >>> from lamella.random.keys import key
@@ -348,7 +359,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
                                         _standard_uniform(words, shape, p.dtype)))
             ind = _searchsorted_left(cdf, r)
         else:
-            g = lax.add(_gumbel(words, (n_inputs,), p.dtype), lax.log(p))
+            g = lax.add(_gumbel(words, (n_inputs,), p.dtype, mode), lax.log(p))
             ind = lax.reshape(lax.top_k(g, n_draws)[1], shape)
         ind = lax.convert_element_type(ind, _default_int())
     return ind if arr is None else _take(arr, ind, axis)
@@ -430,13 +441,15 @@ def _iter_cap(dtype: np.dtype) -> np.int32:
     return np.int32(min(np.iinfo(np.int32).max, int(lnp.iinfo(dtype).max)))
 
 
-def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any = int) -> Any:
+def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any = None,
+            *, out_sharding: Any = None) -> Any:
     """Poisson samples of rate `lam` (Knuth's method below 10, transformed rejection above).
 
     >>> from lamella.random.keys import key
     >>> poisson(key(0), 3.0, (4,)).dtype
     dtype('int32')
     """
+    check_out_sharding("poisson", out_sharding)
     words, _ = _single_key("poisson", key)
     dtype = int_dtype("poisson", dtype)
     lam = param(lam, np.dtype(np.float32))
@@ -517,7 +530,7 @@ def _btrs(words: Any, count: Any, prob: Any, shape: tuple[int, ...], max_iters: 
 
 
 def binomial(key: Any, n: Any, p: Any, shape: Sequence[int] | None = None,
-             dtype: Any = float) -> Any:
+             dtype: Any = None) -> Any:
     """Binomial samples of `n` trials with success probability `p` (as floats).
 
     Inversion (geometric waiting times) when n * min(p, 1 - p) <= 10, BTRS
@@ -552,7 +565,7 @@ def binomial(key: Any, n: Any, p: Any, shape: Sequence[int] | None = None,
 
 
 def multinomial(key: Any, n: Any, p: Any, *, shape: Sequence[int] | None = None,
-                dtype: Any = float, unroll: int | bool = 1) -> Any:
+                dtype: Any = None, unroll: int | bool = 1) -> Any:
     """Multinomial counts of `n` trials over the categories on `p`'s last axis.
 
     As JAX: one binomial draw per category in a `lax.scan`, each of the trials

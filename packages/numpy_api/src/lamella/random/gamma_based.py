@@ -25,7 +25,11 @@ import numpy as np
 
 import lamella.numpy as lnp
 from lamella import lax
-from lamella.core import custom_jvp
+from lamella.core import ShapedArray, ad, batching
+from lamella.core.batching import not_mapped
+from lamella.lax.lowering import lower_fun, register_lowering
+from lamella.lax.standard import standard_primitive
+from lamella.numpy.placement import check_out_sharding
 from lamella.numpy.util import concrete_int
 from lamella.numpy.util import shape as _shape
 from lamella.random._checks import (
@@ -40,7 +44,7 @@ from lamella.random.continuous import _normal_real, _random_sign, _standard_unif
 from lamella.random.keys import _canonical_shape, _single_key, _split_n, _split_words
 
 __all__ = ["ball", "beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal",
-           "loggamma", "t"]
+           "loggamma", "random_gamma_p", "t"]
 
 
 def _gamma_one(words: Any, alpha: Any, log_space: bool) -> Any:
@@ -86,19 +90,37 @@ def _gamma_one(words: Any, alpha: Any, log_space: bool) -> Any:
     return lax.mul(lax.mul(d, v), boost)
 
 
-def _gamma_flat(keys: Any, alphas: Any, log_space: bool) -> Any:
-    # A loop over the entries (as JAX does): each runs its own rejection loop,
-    # and the unbatched loop compiles several times faster than a vmapped one.
-    return lax.map(lambda ka: _gamma_one(ka[0], ka[1], log_space), (keys, alphas))
+# --- the random_gamma primitive ----------------------------------------------------------
+# jax.random's `random_gamma_p`: one sample per (key, alpha) pair. lamella binds it on
+# raw key words, `random_gamma_p.bind(words, alphas, log_space=False)` with words of
+# shape `alphas.shape + (2,)`. It evaluates and lowers as a loop over the entries
+# (each runs its own rejection loop; the unbatched loop compiles several times faster
+# than a vmapped one, as in JAX), differentiates by implicit reparameterisation and
+# batches by lining the batch axes up in front.
+random_gamma_p = standard_primitive("random_gamma")
 
 
-_gamma_flat = custom_jvp(_gamma_flat, nondiff_argnums=(2,))
+@random_gamma_p.def_abstract_eval
+def _random_gamma_abstract_eval(keys: ShapedArray, alphas: ShapedArray, *,
+                                log_space: bool) -> ShapedArray:
+    if keys.dtype != np.uint32 or tuple(keys.shape) != (*alphas.shape, 2):
+        raise TypeError(f"random_gamma: keys must be uint32 words of shape alphas.shape + (2,) "
+                        f"= {(*alphas.shape, 2)}, got {keys.dtype.name}{list(keys.shape)}")
+    if not lnp.issubdtype(alphas.dtype, np.floating):
+        raise TypeError(f"random_gamma: alphas must be floating, got {alphas.dtype.name}")
+    return ShapedArray(alphas.shape, alphas.dtype)
 
 
-@_gamma_flat.defjvp
-def _gamma_flat_jvp(log_space, primals, tangents):
-    keys, alphas = primals
-    samples = _gamma_flat(keys, alphas, log_space)
+def _random_gamma_loop(keys: Any, alphas: Any, *, log_space: bool) -> Any:
+    shape = _shape(alphas)
+    size = int(np.prod(shape, dtype=np.int64))
+    flat = lax.map(lambda ka: _gamma_one(ka[0], ka[1], log_space),
+                   (lax.reshape(keys, (size, 2)), lax.reshape(alphas, (size,))))
+    return lax.reshape(flat, shape)
+
+
+def _random_gamma_jvp(tangent: Any, samples: Any, keys: Any, alphas: Any, *,
+                      log_space: bool) -> Any:
     if log_space:
         # d log x = dx / x; exp(log x) may round to 0, so use the smallest normal.
         x = lax.exp(samples)
@@ -107,7 +129,27 @@ def _gamma_flat_jvp(log_space, primals, tangents):
         slope = lax.div(lax.random_gamma_grad(alphas, x), x)
     else:
         slope = lax.random_gamma_grad(alphas, samples)
-    return samples, lax.mul(slope, tangents[1])
+    return lax.mul(slope, tangent)
+
+
+def _random_gamma_batch(args: Sequence[Any], dims: Sequence[Any], *, log_space: bool
+                        ) -> tuple[Any, int]:
+    keys, alphas = args
+    key_dim, alpha_dim = dims
+    size = _shape(keys)[key_dim] if key_dim is not not_mapped else _shape(alphas)[alpha_dim]
+
+    def leading(x: Any, dim: Any) -> Any:
+        if dim is not_mapped:
+            return lax.broadcast_in_dim(x, (size, *_shape(x)), tuple(range(1, len(_shape(x)) + 1)))
+        return lnp.moveaxis(x, dim, 0)
+
+    return random_gamma_p.bind(leading(keys, key_dim), leading(alphas, alpha_dim),
+                               log_space=log_space), 0
+
+
+register_lowering(random_gamma_p, lower_fun(_random_gamma_loop, multiple_results=False))
+ad.defjvp2(random_gamma_p, None, _random_gamma_jvp)
+batching.primitive_batchers[random_gamma_p] = _random_gamma_batch
 
 
 def _gamma(words: Any, a: Any, shape: tuple[int, ...], dtype: np.dtype,
@@ -116,7 +158,7 @@ def _gamma(words: Any, a: Any, shape: tuple[int, ...], dtype: np.dtype,
     a = broadcast_to(a, shape)
     size = int(np.prod(shape, dtype=np.int64))
     keys = _split_words(words, (size,))
-    samples = _gamma_flat(keys, lax.reshape(a, (size,)), log_space)
+    samples = random_gamma_p.bind(keys, lax.reshape(a, (size,)), log_space=log_space)
     return lax.reshape(samples, shape)
 
 
@@ -125,28 +167,32 @@ def _gamma_entry(name: str, key: Any, a: Any, shape: Any, dtype: Any, log_space:
     return _gamma(words, a, shape, dtype, log_space)
 
 
-def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = float) -> Any:
+def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = None,
+          *, out_sharding: Any = None) -> Any:
     """Gamma samples of shape parameter `a` (scale 1), differentiable in `a`.
 
     >>> from lamella.random.keys import key
     >>> gamma(key(0), 2.0, (3,)).shape
     (3,)
     """
+    check_out_sharding("gamma", out_sharding)
     return _gamma_entry("gamma", key, a, shape, dtype, False)
 
 
-def loggamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = float) -> Any:
+def loggamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = None,
+             *, out_sharding: Any = None) -> Any:
     """Logarithms of gamma samples, computed in log space (accurate for tiny `a`).
 
     >>> from lamella.random.keys import key
     >>> bool(lax.is_finite(loggamma(key(0), 1e-3, (50,))).all())
     True
     """
+    check_out_sharding("loggamma", out_sharding)
     return _gamma_entry("loggamma", key, a, shape, dtype, True)
 
 
 def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None,
-         dtype: Any = float) -> Any:
+         dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Beta(a, b) samples: G_a / (G_a + G_b) computed from log-gamma samples.
 
     >>> from lamella.random.keys import key
@@ -154,6 +200,7 @@ def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None,
     >>> bool(((x > 0) & (x < 1)).all())
     True
     """
+    check_out_sharding("beta", out_sharding)
     words, dtype, shape, (a, b) = prepare("beta", key, dtype, shape, a, b)
     key_a, key_b = _split_n(words, 2)
     log_a = _gamma(key_a, a, shape, dtype, True)
@@ -165,7 +212,7 @@ def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None,
 
 
 def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None,
-              dtype: Any = float) -> Any:
+              dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Dirichlet samples over the last axis of `alpha` (shape `(*shape, k)`).
 
     >>> import numpy as np
@@ -174,6 +221,7 @@ def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None,
     >>> x.shape, bool(np.allclose(x.sum(-1), 1, atol=1e-5))
     ((4, 3), True)
     """
+    check_out_sharding("dirichlet", out_sharding)
     words, _ = _single_key("dirichlet", key)
     dtype = float_dtype("dirichlet", dtype)
     alpha = param(alpha, dtype)
@@ -194,13 +242,15 @@ def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None,
     return lax.div(e, lax.broadcast_in_dim(total, _shape(e), tuple(range(last))))
 
 
-def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = float) -> Any:
+def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None,
+              *, out_sharding: Any = None) -> Any:
     """Chi-square samples with `df` degrees of freedom: 2 * Gamma(df / 2).
 
     >>> from lamella.random.keys import key
     >>> bool((chisquare(key(0), 3.0, (20,)) > 0).all())
     True
     """
+    check_out_sharding("chisquare", out_sharding)
     words, dtype, shape, (df,) = prepare("chisquare", key, dtype, shape, df)
     return _chisquare(words, df, shape, dtype)
 
@@ -211,13 +261,14 @@ def _chisquare(words: Any, df: Any, shape: tuple[int, ...], dtype: np.dtype) -> 
 
 
 def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None,
-      dtype: Any = float) -> Any:
+      dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """F-distribution samples: (X_num / dfnum) / (X_den / dfden) for chi-square X.
 
     >>> from lamella.random.keys import key
     >>> f(key(0), 3.0, 5.0, (3,)).shape
     (3,)
     """
+    check_out_sharding("f", out_sharding)
     words, dtype, shape, (dfnum, dfden) = prepare("f", key, dtype, shape, dfnum, dfden)
     dfnum, dfden = broadcast_to(dfnum, shape), broadcast_to(dfden, shape)
     key_den, key_num = _split_n(words, 2)
@@ -226,13 +277,15 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None,
     return lax.div(num, den)
 
 
-def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = float) -> Any:
+def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None,
+      *, out_sharding: Any = None) -> Any:
     """Student's t samples: Z * sqrt((df / 2) / Gamma(df / 2)).
 
     >>> from lamella.random.keys import key
     >>> t(key(0), 4.0, (3,)).shape
     (3,)
     """
+    check_out_sharding("t", out_sharding)
     words, dtype, shape, (df,) = prepare("t", key, dtype, shape, df)
     key_n, key_g = _split_n(words, 2)
     z = _normal_real(key_n, shape, dtype)
@@ -248,19 +301,22 @@ def _generalized_normal(words: Any, p: Any, shape: tuple[int, ...], dtype: np.dt
     return lax.mul(_random_sign(k_sign, shape, dtype), lax.pow(g, inv_p))
 
 
-def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any = float) -> Any:
+def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any = None,
+                       *, out_sharding: Any = None) -> Any:
     """Generalized normal samples, density proportional to exp(-|x|**p).
 
     >>> from lamella.random.keys import key
     >>> generalized_normal(key(0), 1.5, (3,)).shape
     (3,)
     """
+    check_out_sharding("generalized_normal", out_sharding)
     words, dtype, shape, (p,) = prepare("generalized_normal", key, dtype, shape, p,
                                         shape_optional=False)
     return _generalized_normal(words, p, shape, dtype)
 
 
-def ball(key: Any, d: int, p: float = 2, shape: Sequence[int] = (), dtype: Any = float) -> Any:
+def ball(key: Any, d: int, p: float = 2, shape: Sequence[int] = (), dtype: Any = None,
+         *, out_sharding: Any = None) -> Any:
     """Uniform samples from the unit p-norm ball in d dimensions (shape `(*shape, d)`).
 
     >>> import numpy as np
@@ -269,6 +325,7 @@ def ball(key: Any, d: int, p: float = 2, shape: Sequence[int] = (), dtype: Any =
     >>> x.shape, bool((np.linalg.norm(x, axis=-1) <= 1).all())
     ((10, 3), True)
     """
+    check_out_sharding("ball", out_sharding)
     words, _ = _single_key("ball", key)
     dtype = float_dtype("ball", dtype)
     d = concrete_int(d, "ball: d")

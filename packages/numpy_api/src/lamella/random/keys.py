@@ -35,6 +35,7 @@ from lamella.core.source_info import user_stacklevel
 from lamella.core.trace import Tracer, aval_of
 from lamella.core.tree_util import register_pytree_node
 from lamella.lax import random_bits as rb
+from lamella.numpy.placement import check_out_sharding
 from lamella.numpy.util import asarray_internal, is_arraylike
 
 __all__ = ["PRNGImpl", "PRNGKey", "PRNGKeyArray", "PRNGKeyDType", "bits", "clone", "fold_in",
@@ -65,7 +66,13 @@ class PRNGImpl:
 THREEFRY = PRNGImpl()
 
 
-def _resolve_impl(impl: Any) -> PRNGImpl:
+def _resolve_impl(impl: Any, dtype: Any = None) -> PRNGImpl:
+    """The implementation `impl` names, or the one of the key dtype `dtype`."""
+    if dtype is not None:
+        if impl is not None:
+            raise TypeError("pass either impl or dtype to choose a PRNG implementation, "
+                            "not both")
+        impl = dtype.impl if isinstance(dtype, PRNGKeyDType) else dtype
     if impl is None or impl is THREEFRY or impl == THREEFRY.name:
         return THREEFRY
     raise ValueError(f"unsupported PRNG implementation {impl!r}: lamella.random implements "
@@ -267,8 +274,9 @@ def _seed_words(seed: Any) -> Any:
     return rb.threefry_seed(seed)
 
 
-def key(seed: Any, *, impl: Any = None) -> PRNGKeyArray:
-    """A typed PRNG key (shape `()`, dtype `key<fry>`) from an integer seed.
+def key(seed: Any, *, impl: Any = None, dtype: Any = None) -> PRNGKeyArray:
+    """A typed PRNG key (shape `()`, dtype `key<fry>`) from an integer seed; the
+    implementation may be named by `impl` or by a key `dtype` (`key_dtype()`).
 
     As in JAX, without x64 a Python int seed keeps only its low 32 bits.
 
@@ -276,7 +284,7 @@ def key(seed: Any, *, impl: Any = None) -> PRNGKeyArray:
     Array((), dtype=key<fry>) overlaying:
     [ 0 42]
     """
-    _resolve_impl(impl)
+    _resolve_impl(impl, dtype)
     return PRNGKeyArray(_seed_words(seed))
 
 
@@ -301,14 +309,14 @@ def key_data(keys: Any) -> Any:
     return _key_words("key_data", keys)[0]
 
 
-def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> PRNGKeyArray:
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None, dtype: Any = None) -> PRNGKeyArray:
     """Typed keys wrapping uint32[..., 2] words (the inverse of `key_data`).
 
     >>> import numpy as np
     >>> wrap_key_data(np.zeros((3, 2), np.uint32)).shape
     (3,)
     """
-    _resolve_impl(impl)
+    _resolve_impl(impl, dtype)
     if isinstance(key_bits_array, PRNGKeyArray):
         raise TypeError("wrap_key_data expects uint32 key data, got a typed key array")
     return PRNGKeyArray(_key_words("wrap_key_data", key_bits_array)[0])
@@ -409,12 +417,14 @@ def _random_bits(words: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
     return rb.threefry_random_bits(words, bit_width, shape, partitionable=_partitionable())
 
 
-def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
+def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None,
+         *, out_sharding: Any = None) -> Any:
     """Uniformly random unsigned integers of `shape` (dtype uint8/16/32/64, default uint32).
 
     >>> bits(PRNGKey(42), (3,))
     Array([2098992034, 2919706841, 2646866425], dtype=uint32)
     """
+    check_out_sharding("bits", out_sharding)
     words, _ = _single_key("bits", key)
     dtype = np.dtype(np.uint32 if dtype is None else dtype)
     if dtype not in _UNSIGNED:
