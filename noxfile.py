@@ -17,6 +17,7 @@ LAYERS = {
     "numpy_api": ["core", "lax", "numpy_api"],
     "scipy_api": ["core", "lax", "numpy_api", "scipy_api"],
     "nn": ["core", "lax", "numpy_api", "nn"],
+    "pallas": ["core", "lax", "numpy_api", "pallas"],
 }
 
 
@@ -69,6 +70,13 @@ def nn(session: nox.Session) -> None:
     """lamella-nn with the layers below it only."""
     install_layers(session, "nn")
     run_package_tests(session, "nn")
+
+
+@nox.session(python=PYTHON)
+def pallas(session: nox.Session) -> None:
+    """lamella-pallas with the layers below it only."""
+    install_layers(session, "pallas")
+    run_package_tests(session, "pallas")
 
 
 @nox.session(python=PYTHON)
