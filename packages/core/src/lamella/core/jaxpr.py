@@ -599,13 +599,14 @@ def literal_if_scalar(value: Any, aval: ShapedArray) -> Literal | None:
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
-    """Drops equations whose results no (used) output needs."""
+    """Drops equations whose results no (used) output needs; equations with
+    effects (a host callback, say) stay."""
     outvars = list(jaxpr.outvars) if used_outputs is None \
         else [v for v, used in zip(jaxpr.outvars, used_outputs) if used]
     live = {v for v in outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
+        if eqn.effects or any(v in live for v in eqn.outvars):
             kept.append(eqn)
             live.update(v for v in eqn.invars if isinstance(v, Var))
     kept.reverse()

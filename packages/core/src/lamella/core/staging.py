@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from lamella.core.avals import ShapedArray, get_aval
+from lamella.core.effects import effects_of
 from lamella.core.jaxpr import (
     NO_EFFECTS,
     ClosedJaxpr,
@@ -120,12 +121,13 @@ class StagingTrace(Trace):
             out = rule(*[v.aval for v in invars], **params)
         except (TypeError, ValueError) as e:
             raise _with_location(e, primitive, source) from None
+        effects = effects_of(primitive, params)
         if primitive.multiple_results:
             outvars = [Var(aval) for aval in out]
-            self.eqns.append(JaxprEqn(invars, outvars, primitive, params, NO_EFFECTS, source))
+            self.eqns.append(JaxprEqn(invars, outvars, primitive, params, effects, source))
             return [JaxprTracer(self, v) for v in outvars]
         outvar = Var(out)
-        self.eqns.append(JaxprEqn(invars, [outvar], primitive, params, NO_EFFECTS, source))
+        self.eqns.append(JaxprEqn(invars, [outvar], primitive, params, effects, source))
         return JaxprTracer(self, outvar)
 
     def process_custom_jvp_call(self, primitive, fun, jvp, args, symbolic_zeros):
@@ -148,7 +150,11 @@ class StagingTrace(Trace):
     def to_jaxpr(self, outs: Sequence[Any]) -> tuple[Jaxpr, list[Any]]:
         """Finishes the trace: the jaxpr with outputs `outs`, and its consts."""
         outvars = [self.to_atom(x) for x in outs]
-        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, NO_EFFECTS,
+        effects = NO_EFFECTS
+        for eqn in self.eqns:
+            if eqn.effects:
+                effects = effects | eqn.effects
+        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, effects,
                       self.debug_info)
         self.invalidate()
         return jaxpr, self.consts
