@@ -86,6 +86,16 @@ def test_full_broadcasts_array_fill_values_and_keeps_weak_scalars():
         c.full((2, 2), np.float32([1, 2, 3]))
 
 
+def test_weak_types_of_full_and_the_likes_are_jaxs():
+    weak = c.asarray(2.0)
+    # JAX 0.10.2's weak_type flags, call by call.
+    assert c.full((2,), weak).weak_type and not c.full((2,), weak, np.float32).weak_type
+    assert c.full_like(weak, np.float32(3)).weak_type and c.full_like(weak, 3, shape=(2,)).weak_type
+    assert not c.full_like(weak, 3, dtype=np.float32).weak_type
+    assert not c.full_like(c.ones(2), weak).weak_type
+    assert c.zeros_like(weak, shape=(3,)).weak_type and c.ones_like(weak).weak_type
+
+
 def test_shape_errors():
     with pytest.raises(ValueError, match="negative dimensions"):
         c.zeros((2, -1))

@@ -204,9 +204,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
         return place(lax.full(shape, fill_value), device, out_sharding, "full")  # stays weak
     if dtype is not None:
         dtype = canonicalize_user_dtype(dtype, "full")
+    # broadcast_to, not lax.full, so that a weakly typed Array fill stays weak, as in JAX.
     fill = asarray_internal(fill_value, dtype)
-    if ndim(fill) == 0:
-        return place(lax.full(shape, fill), device, out_sharding, "full")
     return place(broadcast_to(fill, shape), device, out_sharding, "full")
 
 
@@ -251,11 +250,11 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     a = asarray_internal(a)
     aval = aval_of(a)
     shape = aval.shape if shape is None else _shape_tuple(shape, "full_like")
-    weak = dtype is None and aval.weak_type  # kept, as JAX keeps it
+    fill = asarray_internal(fill_value)
+    # A scalar fill takes a's weak type, as in JAX; an array fill is converted to a strong dtype.
+    weak = dtype is None and aval.weak_type and ndim(fill) == 0
     dtype = aval.dtype if dtype is None else _dtype_or(dtype, aval.dtype, "full_like")
-    fill = lax.convert_element_type(asarray_internal(fill_value), dtype, weak)
-    if ndim(fill) == 0:
-        return place(lax.full(shape, fill), device, out_sharding, "full_like")
+    fill = lax.convert_element_type(fill, dtype, weak)
     return place(broadcast_to(fill, shape), device, out_sharding, "full_like")
 
 
