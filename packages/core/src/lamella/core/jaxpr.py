@@ -115,6 +115,14 @@ class Jaxpr:
 
     __repr__ = __str__
 
+    def pretty_print(self, *, source_info: bool = False, print_shapes: bool = True,
+                     custom_pp_eqn_rules: bool = True, name_stack: bool = False,
+                     print_effects: bool = False, width: int = 80, **kwargs: Any) -> str:
+        """The printed jaxpr; with `source_info=True` each equation is annotated with
+        the user's source line that made it (`# file:line (function)`), as JAX does."""
+        return pp_jaxpr(self, width=width, source_info=source_info, print_shapes=print_shapes,
+                        custom_pp_eqn_rules=custom_pp_eqn_rules)
+
 
 class ClosedJaxpr:
     """A jaxpr together with the values of its constvars (`consts`)."""
@@ -138,6 +146,13 @@ class ClosedJaxpr:
         return pp_jaxpr(self.jaxpr)
 
     __repr__ = __str__
+
+    def pretty_print(self, *, source_info: bool = False, print_shapes: bool = True,
+                     name_stack: bool = False, custom_pp_eqn_rules: bool = True,
+                     print_effects: bool = False, **kwargs: Any) -> str:
+        """`Jaxpr.pretty_print` of the jaxpr (JAX's signature)."""
+        return self.jaxpr.pretty_print(source_info=source_info, print_shapes=print_shapes,
+                                       custom_pp_eqn_rules=custom_pp_eqn_rules, **kwargs)
 
 
 # ---------------------------------------------------------------------------
@@ -194,6 +209,15 @@ class _Group(Doc):
         self.child = child
 
 
+class _Annotation(Doc):
+    """A comment for the end of the line this is on: `# text`, aligned with the others."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
 class _Nest(Doc):
     __slots__ = ("indent", "child")
 
@@ -240,6 +264,8 @@ def _fits(doc: Doc, room: int) -> bool:
         d = stack.pop()
         if type(d) is _Text or type(d) is _Break:
             room -= len(d.text)
+        elif type(d) is _Annotation:
+            continue
         elif type(d) is _Concat:
             stack.extend(reversed(d.children))
         else:  # _Group, _Nest: flat, so only their contents matter
@@ -250,6 +276,7 @@ def _fits(doc: Doc, room: int) -> bool:
 def _format(doc: Doc, width: int) -> str:
     out: list[str] = []
     column = 0
+    annotations: dict[int, str] = {}  # line number -> the first annotation on it
     stack: list[tuple[int, bool, Doc]] = [(0, _BROKEN, doc)]
     while stack:
         indent, mode, d = stack.pop()
@@ -257,6 +284,8 @@ def _format(doc: Doc, width: int) -> str:
         if kind is _Text:
             out.append(d.text)
             column += len(d.text)
+        elif kind is _Annotation:
+            annotations.setdefault(sum(piece.count("\n") for piece in out), d.text)
         elif kind is _Concat:
             stack.extend((indent, mode, c) for c in reversed(d.children))
         elif kind is _Nest:
@@ -271,7 +300,18 @@ def _format(doc: Doc, width: int) -> str:
         else:
             flat = mode is _FLAT or _fits(d.child, width - column)
             stack.append((indent, _FLAT if flat else _BROKEN, d.child))
-    return "".join(out)
+    return _annotated("".join(out), annotations)
+
+
+def _annotated(printed: str, annotations: dict[int, str]) -> str:
+    """Appends ` # annotation` to the annotated lines, padded to one column (JAX's layout)."""
+    if not annotations:
+        return printed
+    lines = printed.split("\n")
+    column = max(len(lines[i]) for i in annotations)
+    for i, note in annotations.items():
+        lines[i] = f"{lines[i].ljust(column)} # {note}"
+    return "\n".join(lines)
 
 
 def _alphabetic(n: int) -> str:
@@ -288,10 +328,14 @@ class PpContext:
     global across nested jaxprs; `_` for outputs never read. Jaxprs that occur more
     than once (or nested ones over ten equations) print once, up front, by name."""
 
-    def __init__(self, names: dict[Var, str] | None = None) -> None:
+    def __init__(self, names: dict[Var, str] | None = None, *, source_info: bool = False,
+                 print_shapes: bool = True, custom_pp_eqn_rules: bool = True) -> None:
         self.names: dict[Var, str] = dict(names or {})
         self.shared_jaxprs: dict[Jaxpr, str] = {}
         self._fresh = 0
+        self.source_info = source_info  # annotate equations with the user's source line
+        self.print_shapes = print_shapes
+        self.custom_pp_eqn_rules = custom_pp_eqn_rules
 
     def name(self, v: Var) -> str:
         name = self.names.get(v)
@@ -330,7 +374,8 @@ def pp_atom(v: Atom, context: PpContext) -> str:
 
 def _pp_vars(vs: Sequence[Atom], context: PpContext, separator: str = "",
              binders: bool = False) -> Doc:
-    items = [text(f"{context.name(v)}:{v.aval.str_short()}") if binders
+    items = [text(f"{context.name(v)}:{v.aval.str_short()}"
+                  if context.print_shapes else context.name(v)) if binders
              else text(pp_atom(v, context)) for v in vs]
     return nest(2, group(join(text(separator) + group(brk()), items)))
 
@@ -360,7 +405,15 @@ def _structural_rules() -> dict[Any, Callable[[JaxprEqn, PpContext], Doc]]:
 
 
 def _pp_eqn(eqn: JaxprEqn, context: PpContext) -> Doc:
-    rule = pp_eqn_rules.get(eqn.primitive) or _structural_rules().get(eqn.primitive)
+    if context.source_info:
+        where = "" if eqn.source_info is None else str(eqn.source_info)
+        return concat([_Annotation(where), _pp_eqn_body(eqn, context)])
+    return _pp_eqn_body(eqn, context)
+
+
+def _pp_eqn_body(eqn: JaxprEqn, context: PpContext) -> Doc:
+    rule = (pp_eqn_rules.get(eqn.primitive) or _structural_rules().get(eqn.primitive)
+            if context.custom_pp_eqn_rules else None)
     if rule is not None:
         return rule(eqn, context)
     if eqn.primitive.name == "jit":
@@ -474,9 +527,14 @@ def _share_jaxprs(top: Jaxpr, context: PpContext) -> list[tuple[str, Jaxpr]]:
     return shared
 
 
-def pp_jaxpr(jaxpr: Jaxpr, context: PpContext | None = None, width: int = 80) -> str:
-    """The printed form of a jaxpr, as JAX prints it."""
-    context = context or PpContext(_unread_outvars(jaxpr))
+def pp_jaxpr(jaxpr: Jaxpr, context: PpContext | None = None, width: int = 80, *,
+             source_info: bool = False, print_shapes: bool = True,
+             custom_pp_eqn_rules: bool = True) -> str:
+    """The printed form of a jaxpr, as JAX prints it; `source_info` annotates each
+    equation with the user's source line."""
+    context = context or PpContext(_unread_outvars(jaxpr), source_info=source_info,
+                                   print_shapes=print_shapes,
+                                   custom_pp_eqn_rules=custom_pp_eqn_rules)
     docs = [concat([text(f"let {name} = "), _pp_skeleton(shared, context), text(" in"),
                     brk()]) for name, shared in _share_jaxprs(jaxpr, context)]
     docs.append(_pp_jaxpr(jaxpr, context))
@@ -600,14 +658,30 @@ def literal_if_scalar(value: Any, aval: ShapedArray) -> Literal | None:
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
     """Drops equations whose results no (used) output needs; equations with
-    effects (a host callback, say) stay."""
+    effects (a host callback, say) stay, if the jaxpr defines their inputs (a
+    caller may cut a jaxpr down to some of its inputs)."""
     outvars = list(jaxpr.outvars) if used_outputs is None \
         else [v for v, used in zip(jaxpr.outvars, used_outputs) if used]
     live = {v for v in outvars if isinstance(v, Var)}
+    effectful = _effectful_eqns(jaxpr)
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if eqn.effects or any(v in live for v in eqn.outvars):
+        if id(eqn) in effectful or any(v in live for v in eqn.outvars):
             kept.append(eqn)
             live.update(v for v in eqn.invars if isinstance(v, Var))
     kept.reverse()
     return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept, jaxpr.effects, jaxpr.debug_info)
+
+
+def _effectful_eqns(jaxpr: Jaxpr) -> set[int]:
+    """The ids of the equations with effects whose inputs the jaxpr defines."""
+    if not any(eqn.effects for eqn in jaxpr.eqns):
+        return set()
+    defined = {*jaxpr.constvars, *jaxpr.invars}
+    found = set()
+    for eqn in jaxpr.eqns:
+        if all(type(v) is Literal or v in defined for v in eqn.invars):
+            defined.update(eqn.outvars)
+            if eqn.effects:
+                found.add(id(eqn))
+    return found
