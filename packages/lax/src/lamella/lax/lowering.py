@@ -189,6 +189,10 @@ class ModuleContext:
     platform: str
     functions: dict[int, tuple[str, ClosedJaxpr]] = field(default_factory=dict)
     names: set[str] = field(default_factory=set)
+    # Python callables the program calls back (custom calls name them by index), and
+    # the token each block's ordered effects are threaded through.
+    host_callbacks: list[Callable[..., Any]] = field(default_factory=list)
+    effect_tokens: dict[Any, ir.Value] = field(default_factory=dict)
     lowering_parameters: LoweringParameters = field(default_factory=lambda: LoweringParameters())
 
     def unique_name(self, base: str) -> str:
@@ -305,14 +309,17 @@ def lower_fun(fun: Callable, multiple_results: bool = True) -> LoweringRule:
 
 
 class LoweredModule:
-    """A StableHLO module with the avals of its entry point."""
+    """A StableHLO module with the avals of its entry point, and the Python
+    callables its host callbacks call (to pass when compiling it)."""
 
-    def __init__(self, module: ir.Module, in_avals, out_avals, donated_invars, name: str = "main"):
+    def __init__(self, module: ir.Module, in_avals, out_avals, donated_invars, name: str = "main",
+                 host_callbacks: Sequence[Callable[..., Any]] = ()):
         self.module = module
         self.name = name
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
         self.donated_invars = tuple(donated_invars)
+        self.host_callbacks = list(host_callbacks)
 
     def as_text(self, debug_info: bool = False) -> str:
         return mlir_context.module_to_string(self.module, debug_info=debug_info)
@@ -382,7 +389,7 @@ def lower_closed_jaxpr(closed: ClosedJaxpr, *, name: str,
                 func.ReturnOp([constant(np.zeros(0, bool)) if t == token else o
                                for t, o in zip(out_types, outs)])
     return LoweredModule(module, closed.in_avals, closed.out_avals, donated_invars,
-                         name=module_name)
+                         name=module_name, host_callbacks=ctx.host_callbacks)
 
 
 # ---------------------------------------------------------------------------

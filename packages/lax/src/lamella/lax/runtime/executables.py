@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -214,6 +214,7 @@ def compile(
     donated_args: Sequence[int] = (),
     out_avals: Sequence[Any] | None = None,
     compiler_options: dict[str, Any] | None = None,
+    host_callbacks: Sequence[Callable[..., Any]] = (),
 ) -> Executable:
     """Compile a StableHLO module (entry ``func.func public @main``) for one device.
 
@@ -224,6 +225,8 @@ def compile(
     :class:`DeletedArrayError`). ``out_avals`` supplies the outputs' avals (for
     weak types); by default they are read from ``@main``'s result types.
     ``compiler_options`` are XLA options (``{"xla_cpu_enable_fast_math": True}``).
+    ``host_callbacks`` are the Python callables the module's
+    ``xla_ffi_python_cpu_callback`` custom calls name by index.
 
     >>> from lamella.lax.mlir_context import parse_module
     >>> exe = compile(parse_module(
@@ -251,7 +254,8 @@ def compile(
             for k, v in compiler_options.items()]
     options.device_assignment = xc.DeviceAssignment.create(np.array([[target.id]], np.int32))
     loaded = target.client.compile_and_load(
-        module, executable_devices=xc.DeviceList((target,)), compile_options=options
+        module, executable_devices=xc.DeviceList((target,)), compile_options=options,
+        host_callbacks=list(host_callbacks),
     )
     return Executable(
         loaded, target, _module_name(module), in_specs, avals, donated, device is not None
