@@ -26,7 +26,8 @@ from lamella.core.dispatch import Executor
 from lamella.core.jaxpr import ClosedJaxpr
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import Tracer, aval_of, current_trace, eval_trace
-from lamella.lax import runtime
+from lamella.lax import debug_nans, runtime
+from lamella.lax.callbacks import run_calling_host
 from lamella.lax.lowering import LoweredModule, lower_closed_jaxpr
 from lamella.lax.tokens import AbstractToken, Token
 
@@ -83,7 +84,11 @@ class CompiledProgram:
         self.executable = runtime.compile(
             lowered.module, donated_args=donated,
             out_avals=[_physical_aval(a) for a in lowered.out_avals],
-            compiler_options=dict(compiler_options or ()))
+            compiler_options=dict(compiler_options or ()),
+            host_callbacks=lowered.host_callbacks)
+        # Programs that call Python back run from Python (never the C++ fast path), so
+        # a callback's exception surfaces as itself.
+        self.calls_host = bool(lowered.host_callbacks)
         self._float0_in = [i for i, a in enumerate(lowered.in_avals) if _is_float0(a)]
         self._float0_out = [i for i, a in enumerate(lowered.out_avals) if _is_float0(a)]
         self._token_in = [i for i, a in enumerate(lowered.in_avals)
@@ -100,7 +105,10 @@ class CompiledProgram:
                 args[i] = np.zeros(np.shape(args[i]), bool)
             for i in self._token_in:
                 args[i] = np.zeros(0, bool)
-        outs = self.executable(*args)
+        if self.calls_host:
+            outs = run_calling_host(self.executable, args, self.lowered.host_callbacks)
+        else:
+            outs = self.executable(*args)
         for i in self._float0_out:
             outs[i] = np.zeros(outs[i].shape, dtypes.float0)
         for i in self._token_out:
@@ -181,8 +189,12 @@ class XlaExecutor(Executor):
 
     def apply(self, primitive, args, params):
         if primitive in compiled_eagerly:
-            return apply_primitive(primitive, *args, **params)
-        return super().apply(primitive, args, params)
+            out = apply_primitive(primitive, *args, **params)
+        else:
+            out = super().apply(primitive, args, params)
+        if debug_nans.maybe_active and debug_nans.active():
+            debug_nans.check_primitive_outputs(primitive, out)
+        return out
 
     def clear_caches(self) -> None:
         self.programs.clear()
@@ -203,7 +215,10 @@ class XlaExecutor(Executor):
         return program
 
     def execute(self, closed, args, *, name, donated_invars, compiler_options=None):
-        return self._compiled(closed, name, tuple(donated_invars), compiler_options)(*args)
+        outs = self._compiled(closed, name, tuple(donated_invars), compiler_options)(*args)
+        if debug_nans.maybe_active and debug_nans.active():
+            debug_nans.check_jit_outputs(closed, args, outs, name)
+        return outs
 
     def lower(self, closed, *, name, donated_invars, compiler_options=None):
         donated_invars = tuple(donated_invars)
@@ -244,7 +259,8 @@ class XlaExecutor(Executor):
                 or any(isinstance(x, Tracer) for x in flat):
             return None
         program = self.programs.get((entry.closed, entry.donated, None, runtime.x64_enabled()))
-        if program is None or program.translates_float0:
+        if program is None or program.translates_float0 or program.calls_host \
+                or debug_nans.active():
             return None
         out_leaves, out_treedef = runtime.pytree_registry().flatten(out)
         if len(out_leaves) != len(program.executable.out_avals):

@@ -1,0 +1,153 @@
+"""Host callbacks in compiled programs: the lowering of lamella.core's callback
+primitives (`pure_callback`, `io_callback`, `debug_callback`, `debug_print`), and
+running programs that call back.
+
+Each callback lowers to one custom call, `xla_ffi_python_cpu_callback`, whose
+`index` attribute names a Python callable in the module's `host_callbacks`
+list; the executor hands that list to XLA with the module. The callable gets
+NumPy views of the operands and returns a tuple with one array per result,
+checked in Python against the declared types first (XLA would read a wrong
+dtype or a short array as garbage). Callbacks with effects are marked
+`has_side_effect` so XLA keeps them; ordered ones take and return a
+`!stablehlo.token`, threaded through each function body in program order.
+
+An exception in a callback stops the program; `run_calling_host` raises that
+exception itself (with the callback's traceback) instead of XLA's wrapper. It
+also waits for the program, so the callbacks of one call have all run when it
+returns and successive calls call back in order.
+
+>>> import numpy as np
+>>> import lamella.core as lc
+>>> f = lc.jit(lambda x: lc.pure_callback(np.cos, lc.ShapeDtypeStruct((), np.float32), x))
+>>> f(np.float32(0.0))
+Array(1., dtype=float32)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from lamella.core import debug
+from lamella.core.callbacks import host_function, io_callback_p, pure_callback_p
+from lamella.core.effects import ordered_effects
+from lamella.lax.lowering import LoweringRuleContext, aval_to_ir_type, hlo, ir, register_lowering
+from lamella.lax.runtime import XlaRuntimeError
+
+__all__ = ["HostCallback", "emit_python_callback", "raise_callback_error", "run_calling_host"]
+
+_TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback"}
+
+
+class HostCallback:
+    """A callable as XLA calls it: drops the token argument and returns a token slot
+    first when ordered, and keeps what it raised for `raise_callback_error`."""
+
+    __slots__ = ("function", "takes_token", "errors")
+
+    def __init__(self, function: Callable[..., Sequence[Any]], takes_token: bool):
+        self.function = function
+        self.takes_token = takes_token
+        self.errors: list[BaseException] = []
+
+    def __call__(self, *args: Any) -> tuple:
+        try:
+            if self.takes_token:
+                return (None, *self.function(*args[1:]))
+            return tuple(self.function(*args))
+        except BaseException as error:
+            self.errors.append(error)
+            raise
+
+
+def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Sequence[Any]],
+                         operands: Sequence[ir.Value], *, has_side_effect: bool,
+                         ordered: bool) -> list[ir.Value]:
+    """The custom call that calls `function(*operands)` on the host, for the rule
+    context's result types; ordered calls are chained by the token of their block."""
+    module = ctx.module_context
+    target = _TARGETS.get(ctx.platform)
+    if target is None:
+        raise NotImplementedError(f"host callbacks are not supported on {ctx.platform}")
+    result_types = [aval_to_ir_type(a) for a in ctx.avals_out]
+    operands = list(operands)
+    block = ir.InsertionPoint.current.block
+    if ordered:
+        token = module.effect_tokens.get(block)
+        if token is None:
+            token = hlo.after_all([])
+        operands.insert(0, token)
+        result_types.insert(0, hlo.TokenType.get())
+    index = len(module.host_callbacks)
+    module.host_callbacks.append(HostCallback(function, ordered))
+    call = hlo.CustomCallOp(
+        result_types, operands, call_target_name=target, has_side_effect=has_side_effect,
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
+        backend_config=ir.DictAttr.get(
+            {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)}))
+    results = list(call.results)
+    if ordered:
+        module.effect_tokens[block] = results.pop(0)
+    return results
+
+
+def raise_callback_error(host_callbacks: Sequence[Any], error: XlaRuntimeError) -> None:
+    """Raises what a callback of the program raised, if one did (else returns)."""
+    for callback in host_callbacks:
+        if isinstance(callback, HostCallback) and callback.errors:
+            raised = callback.errors.pop()
+            callback.errors.clear()
+            raise raised.with_traceback(raised.__traceback__) from None
+
+
+def run_calling_host(executable: Callable[..., list], args: Sequence[Any],
+                     host_callbacks: Sequence[Any]) -> list:
+    """Runs a program with host callbacks to completion; a callback's exception is
+    raised as itself."""
+    try:
+        outs = executable(*args)
+        for out in outs:
+            out.block_until_ready()
+    except XlaRuntimeError as error:
+        raise_callback_error(host_callbacks, error)
+        raise
+    return outs
+
+
+# ---------------------------------------------------------------------------
+# The lowerings.
+
+
+def _pure_callback_lowering(ctx, *args, callback, result_avals, sharding, vmap_method):
+    return emit_python_callback(ctx, host_function(callback, result_avals, "pure_callback"),
+                                args, has_side_effect=False, ordered=False)
+
+
+def _io_callback_lowering(ctx, *args, callback, result_avals, sharding, ordered):
+    return emit_python_callback(ctx, host_function(callback, result_avals, "io_callback"),
+                                args, has_side_effect=True, ordered=ordered)
+
+
+def _no_results(callback: Callable[..., Any]) -> Callable[..., tuple]:
+    def call(*args: Any) -> tuple:
+        callback(*[np.array(a) for a in args])
+        return ()
+    return call
+
+
+def _debug_callback_lowering(ctx, *args, callback, effect, partitioned):
+    return emit_python_callback(ctx, _no_results(callback), args, has_side_effect=True,
+                                ordered=ordered_effects.contains(effect))
+
+
+def _debug_print_lowering(ctx, *args, **params):
+    return emit_python_callback(ctx, _no_results(debug.debug_print_callback(params)), args,
+                                has_side_effect=True, ordered=params["ordered"])
+
+
+register_lowering(pure_callback_p, _pure_callback_lowering)
+register_lowering(io_callback_p, _io_callback_lowering)
+register_lowering(debug.debug_callback_p, _debug_callback_lowering)
+register_lowering(debug.debug_print_p, _debug_print_lowering)
