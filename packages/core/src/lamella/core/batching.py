@@ -27,6 +27,7 @@ from lamella.core.rules import (
     Zero,
     at_front,
     broadcast,
+    collective_axis_names,
     defbroadcasting,
     defvectorized,
     fancy_primitive_batchers,
@@ -50,9 +51,9 @@ from lamella.core.util import weakref_lru_cache
 
 __all__ = [  # the interpreter, and the rule tables and helpers re-exported from rules
     "AxisData", "BatchTrace", "BatchTracer", "at_front", "axis_primitive_batchers",
-    "batch_jaxpr", "bdim_at_front", "broadcast", "defbroadcasting", "defreducer",
-    "defvectorized", "fancy_primitive_batchers", "mapped_aval", "matchaxis", "moveaxis",
-    "not_mapped", "primitive_batchers", "unmapped_aval",
+    "batch_jaxpr", "bdim_at_front", "broadcast", "collective_axis_names", "defbroadcasting",
+    "defreducer", "defvectorized", "fancy_primitive_batchers", "mapped_aval", "matchaxis",
+    "moveaxis", "not_mapped", "primitive_batchers", "unmapped_aval",
 ]
 
 def _remove_axis(aval: ShapedArray, dim: int) -> ShapedArray:
@@ -152,7 +153,8 @@ class BatchTrace(Trace):
 
     def process_primitive(self, primitive, args, params):
         vals, dims = zip(*map(self.to_batch_info, args)) if args else ((), ())
-        if all(d is not_mapped for d in dims):
+        if all(d is not_mapped for d in dims) and not self._acts_over_this_axis(primitive,
+                                                                                params):
             with set_current_trace(self.parent):
                 return primitive.bind(*vals, **params)
         with set_current_trace(self.parent), call_site():
@@ -170,6 +172,11 @@ class BatchTrace(Trace):
         if primitive.multiple_results:
             return [self.wrap(o, d) for o, d in zip(out, out_dims)]
         return self.wrap(out, out_dims)
+
+    def _acts_over_this_axis(self, primitive, params) -> bool:
+        names_of = collective_axis_names.get(primitive)
+        return (names_of is not None and self.axis_data.name is not None
+                and self.axis_data.name in names_of(params))
 
     # custom_jvp / custom_vjp: batch the function and its rules, all outputs at axis 0.
 

@@ -36,6 +36,10 @@ primitive_transposes: dict[Primitive, Callable] = {}
 primitive_batchers: dict[Primitive, Callable] = {}
 fancy_primitive_batchers: dict[Primitive, Callable] = {}
 """Batching rules that need the axis itself (its size or name, for collectives)."""
+collective_axis_names: dict[Primitive, Callable[[dict], tuple]] = {}
+"""For a collective primitive, the named axes it acts over, read from its params. A
+vmap over one of those axes applies the primitive's fancy batching rule even when no
+operand is batched (`psum(1, 'i')` is the axis size; `axis_index('i')` has no operand)."""
 
 # Declared here, defined in structural.py (see the module docstring).
 add_any_p = Primitive("add_any")

@@ -172,7 +172,8 @@ def unsafe_get_axis_names_DO_NOT_USE() -> list[Any]:
     """The names of the named axes in scope, innermost first (vmaps, then `axis_env`)."""
     names = [t.axis_data.name for t in _running_traces()
              if isinstance(t, BatchTrace) and t.axis_data.name is not None]
-    return names + [name for name, _ in reversed(_axis_env.frames)]
+    names += [name for name, _ in reversed(_axis_env.frames)]
+    return list(dict.fromkeys(names))  # a vmap's name is in both places
 
 
 def nonempty_axis_env_DO_NOT_USE() -> bool:

@@ -18,6 +18,7 @@ from lamella.core.api_util import flatten_outputs, fun_name
 from lamella.core.batching import BatchTrace
 from lamella.core.rules import AxisData, matchaxis, not_mapped
 from lamella.core.trace import TraceTag, aval_of, current_trace, set_current_trace
+from lamella.core.trace_queries import extend_axis_env
 from lamella.core.tree_util import (
     keystr,
     tree_flatten,
@@ -141,7 +142,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                            f"vmap of {name}")
         try:
             batched_args, batched_kwargs = tree_unflatten(in_tree, map(trace.wrap, flat, dims))
-            with set_current_trace(trace):
+            # The name is also put in the axis environment, so that a jit traced inside
+            # (which stages into a fresh trace) sees the axis its collectives name.
+            named = [(axis_name, size)] if axis_name is not None else []
+            with set_current_trace(trace), extend_axis_env(named):
                 outs = fun(*batched_args, **batched_kwargs)
             flat_outs, out_tree = flatten_outputs(outs, f"vmapped {name}")
             out_dims = flatten_axes("vmap out_axes", outs, out_axes)

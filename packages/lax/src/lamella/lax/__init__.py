@@ -172,6 +172,28 @@ from lamella.lax.optimization_barrier import (  # noqa: E402
                                      optimization_barrier,
                                      optimization_barrier_p,
 )
+from lamella.lax.parallel import (  # noqa: E402
+    all_gather,
+    all_gather_p,
+    all_to_all,
+    all_to_all_p,
+    axis_index,
+    axis_index_p,
+    axis_size,
+    pmax,
+    pmax_p,
+    pmean,
+    pmin,
+    pmin_p,
+    ppermute,
+    ppermute_p,
+    pshuffle,
+    psum,
+    psum_p,
+    psum_scatter,
+    pswapaxes,
+    reduce_scatter_p,
+)
 from lamella.lax.random_bits import (  # noqa: E402
                                      RandomAlgorithm,
                                      rng_bit_generator,
