@@ -122,6 +122,7 @@ from lamella.core.jaxpr import (
                                    jaxpr_as_fun,
 )
 from lamella.core.jaxpr_builders import DropVar, gensym, jaxprs_in_params, new_jaxpr_eqn, subjaxprs
+from lamella.core.jaxpr_views import jaxpr_graph, jaxpr_svg
 from lamella.core.jit import JitFunction, jit, jit_p
 from lamella.core.make_jaxpr import eval_shape, make_jaxpr
 from lamella.core.primitive import Primitive
