@@ -91,6 +91,13 @@ def test_tracers_carry_the_array_methods():
     assert lc.jvp(lambda v: v * v.item(), (np.float32(3),), (np.float32(1),))[1] == 3.0
 
 
+def test_flat_raises_jaxs_error():
+    with pytest.raises(NotImplementedError, match="consider arr.flatten"):
+        getattr(lnp.ones(3), "flat")  # noqa: B009 (the property raises)
+    with pytest.raises(NotImplementedError, match="consider arr.flatten"):
+        lc.jit(lambda v: v.flat)(lnp.ones(3))
+
+
 def test_byteswap_tobytes_and_addressable_data():
     x = lnp.asarray(np.float32([1.5, -2]))
     assert x.tobytes() == np.float32([1.5, -2]).tobytes()

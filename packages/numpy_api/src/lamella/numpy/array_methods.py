@@ -249,12 +249,19 @@ def tracer_protocols() -> dict[str, Any]:
     return methods
 
 
+def _flat(self):
+    # JAX's own error, so a ported program fails with the message its authors know.
+    raise NotImplementedError("JAX Arrays do not implement the arr.flat property: consider "
+                              "arr.flatten() instead.")
+
+
 def numpy_methods() -> dict[str, Any]:
     """The NumPy-style methods and properties lamella.numpy gives Arrays and tracers."""
     methods: dict[str, Any] = {name: _delegate(name) for name in _DELEGATED}
     methods.update({
         "reshape": _reshape, "transpose": _transpose,
         "flatten": _flatten, "ravel": _flatten, "view": _view, "__iter__": _iter,
+        "flat": property(_flat),
         "copy": lambda self: _numpy().array(self, copy=True),
         "T": property(lambda self: _numpy().transpose(self)),
         "mT": property(lambda self: _numpy().matrix_transpose(self)),
