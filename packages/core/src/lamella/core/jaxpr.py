@@ -391,19 +391,6 @@ def pp_eqn(eqn: JaxprEqn, context: PpContext,
     return concat([lhs, text(" = "), *rhs]) if eqn.outvars else concat(rhs)
 
 
-def _pp_broadcast_in_dim(eqn: JaxprEqn, context: PpContext) -> Doc:
-    # The shape is the binder's type; trivial broadcast dimensions are not shown.
-    dims = eqn.params["broadcast_dimensions"]
-    return pp_eqn(eqn, context, [("broadcast_dimensions", dims)] if dims else [])
-
-
-def _structural_rules() -> dict[Any, Callable[[JaxprEqn, PpContext], Doc]]:
-    # Core's structural primitives are declared in a module that imports this one,
-    # so their layouts are looked up when equations print.
-    from lamella.core.rules import broadcast_in_dim_p
-    return {broadcast_in_dim_p: _pp_broadcast_in_dim}
-
-
 def _pp_eqn(eqn: JaxprEqn, context: PpContext) -> Doc:
     if context.source_info:
         where = "" if eqn.source_info is None else str(eqn.source_info)
@@ -412,8 +399,7 @@ def _pp_eqn(eqn: JaxprEqn, context: PpContext) -> Doc:
 
 
 def _pp_eqn_body(eqn: JaxprEqn, context: PpContext) -> Doc:
-    rule = (pp_eqn_rules.get(eqn.primitive) or _structural_rules().get(eqn.primitive)
-            if context.custom_pp_eqn_rules else None)
+    rule = pp_eqn_rules.get(eqn.primitive) if context.custom_pp_eqn_rules else None
     if rule is not None:
         return rule(eqn, context)
     if eqn.primitive.name == "jit":

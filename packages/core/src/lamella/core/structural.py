@@ -19,6 +19,7 @@ import numpy as np
 from lamella.core import dtypes
 from lamella.core.avals import ShapedArray
 from lamella.core.config import config
+from lamella.core.jaxpr import pp_eqn, pp_eqn_rules
 from lamella.core.primitive import Primitive
 from lamella.core.rules import (
     add_any_p,
@@ -126,6 +127,15 @@ def _broadcast_in_dim_batch(args, dims, *, shape, broadcast_dimensions):
 
 
 deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+
+
+def _pp_broadcast_in_dim(eqn, context):
+    # The shape is the binder's type; trivial broadcast dimensions are not shown.
+    dims = eqn.params["broadcast_dimensions"]
+    return pp_eqn(eqn, context, [("broadcast_dimensions", dims)] if dims else [])
+
+
+pp_eqn_rules[broadcast_in_dim_p] = _pp_broadcast_in_dim
 primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 
 
