@@ -5,9 +5,9 @@ conventions and antialiasing when downsampling.
 
 >>> import numpy as np
 >>> resize(np.float32([[0, 1], [2, 3]]), (3, 3), "linear")
-Array([[0.       , 0.5      , 1.       ],
-       [1.       , 1.5      , 2.       ],
-       [2.       , 2.5      , 3.       ]], dtype=float32)
+Array([[0. , 0.5, 1. ],
+       [1. , 1.5, 2. ],
+       [2. , 2.5, 3. ]], dtype=float32)
 """
 
 import os as _os

@@ -13,7 +13,7 @@ pixels repeated). `NEAREST` is a gather, available in `resize` only.
 
 >>> import numpy as np
 >>> scale_and_translate(np.float32([0, 1, 2, 3]), (2,), (0,), np.float32([0.5]),
-...                     np.float32([0.0]), "linear")
+...                     np.float32([0.0]), "linear", antialias=False)
 Array([0.5, 2.5], dtype=float32)
 """
 
@@ -261,8 +261,10 @@ def resize(image: Any, shape: Sequence[int], method: str | ResizeMethod,
     floating result, antialiased when downsampling unless `antialias=False`.
 
     >>> import numpy as np
-    >>> resize(np.arange(4, dtype=np.float32), (2,), "linear")
+    >>> resize(np.arange(4, dtype=np.float32), (2,), "linear", antialias=False)
     Array([0.5, 2.5], dtype=float32)
+    >>> resize(np.float32([0, 0, 4, 4]), (2,), "linear")  # antialiased: averages
+    Array([0.5714286, 3.4285715], dtype=float32)
     >>> resize(np.int32([[1, 2], [3, 4]]), (2, 4), "nearest")
     Array([[1, 1, 2, 2],
            [3, 3, 4, 4]], dtype=int32)
