@@ -293,10 +293,7 @@ class XlaExecutor(Executor):
             return np.asarray(x)
 
     def from_dlpack(self, x, device=None, copy=None):
-        device = getattr(device, "_device", device)
-        if copy:
-            return self.device_put(np.array(np.from_dlpack(x)), device)
-        return runtime.from_dlpack(x, device)
+        return runtime.from_dlpack(x, device, copy)
 
     def copy_to_host_async(self, x) -> None:
         if isinstance(x, runtime.Array):

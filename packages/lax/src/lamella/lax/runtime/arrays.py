@@ -23,6 +23,9 @@ from jaxlib import xla_client as xc
 from lamella.lax import mlir_context
 from lamella.lax.runtime.backends import (
     Device,
+    XlaRuntimeError,
+    as_device,
+    check_fits,
     default_device,
     describe,
     make_aval,
@@ -138,12 +141,28 @@ def _array_device(self: Array) -> Device:
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
 
 
+def _export_view(array: Array) -> Array:
+    """A second Array over `array`'s buffer, for DLPack consumers to hold.
+
+    jaxlib aborts the process when a buffer with an outstanding DLPack reference
+    is deleted through the Array that exported it. Exporting another Array on the
+    same buffer lets the user delete (or donate) theirs while a consumer still
+    reads the memory: it is freed when the consumer lets go.
+    """
+    if array.is_deleted():
+        raise DeletedArrayError(deleted_message(array))
+    return array._fully_replicated_shard()
+
+
 def _array_dlpack(self: Array, *, stream: int | None = None, max_version: Any = None,
                   dl_device: Any = None, copy: bool | None = None) -> Any:
-    # The capsule shares the device buffer: the consumer sees the same memory.
-    if self.is_deleted():
-        raise DeletedArrayError(deleted_message(self))
-    return _jax.buffer_to_dlpack_managed_tensor(self, stream=stream)
+    # The capsule shares the device buffer (a copy's, if copy=True): the consumer sees
+    # the same memory, which stays alive until the consumer drops it.
+    if dl_device is not None and tuple(dl_device) != _array_dlpack_device(self):
+        raise BufferError(f"__dlpack__: this Array is on {tuple(_array_dlpack_device(self))}, "
+                          f"not on the requested DLPack device {tuple(dl_device)}")
+    source = copy_to_device(self, _array_device(self)) if copy else self
+    return _jax.buffer_to_dlpack_managed_tensor(_export_view(source), stream=stream)
 
 
 def _array_dlpack_device(self: Array) -> tuple[int, int]:
@@ -152,26 +171,107 @@ def _array_dlpack_device(self: Array) -> tuple[int, int]:
     return kind, device.local_hardware_id if kind == _DLPACK_CUDA else 0
 
 
-def from_dlpack(x: Any, device: Device | None = None) -> Array:
-    """An Array sharing (or copying) the memory of any DLPack producer on the CPU.
+def from_dlpack(x: Any, device: Device | None = None, copy: bool | None = None) -> Array:
+    """An Array with the data of a DLPack producer (an Array, or CPU data: NumPy, PyTorch...).
 
-    >>> from_dlpack(np.arange(3, dtype=np.int32))
+    When memory is shared: an Array producer on the same device is shared (both
+    are immutable; deleting either one never frees memory the other reads). Any
+    other producer is copied (``copy=None``, the default, or ``True``), because
+    it could write its memory later and lamella arrays never change. Only
+    ``copy=False`` shares a foreign producer's memory, and then writes through
+    the producer show in the Array: it takes row-major data aligned to 64 bytes
+    and raises ValueError otherwise. Strided and column-major data are copied
+    in row-major order (their values, never their raw bytes).
+
+    >>> host = np.arange(3, dtype=np.int32)
+    >>> x = from_dlpack(host)
+    >>> host[0] = 7
+    >>> x
     Array([0, 1, 2], dtype=int32)
+    >>> from_dlpack(np.arange(6, dtype=np.float32).reshape(3, 2).T)
+    Array([[0., 2., 4.],
+           [1., 3., 5.]], dtype=float32)
     """
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"from_dlpack: {type(x).__name__} does not support the DLPack protocol")
-    device = device or default_device()
+    if isinstance(x, Array):
+        return _from_array(x, as_device(device, "from_dlpack"), copy)
+    device = as_device(device, "from_dlpack")
     kind, _ = x.__dlpack_device__()
     if kind != _DLPACK_CPU:
-        raise ValueError(f"from_dlpack: only CPU DLPack tensors are supported, got device "
-                         f"type {kind}")
-    host = np.from_dlpack(x)  # a view: it reads the shape and dtype without a copy
-    if canonical_dtype(host.dtype) != host.dtype:
-        return device_put(host, device)  # narrowed to 32 bits: a copy
-    buffer = _jax.dlpack_managed_tensor_to_buffer(x.__dlpack__(), device, None)
+        raise ValueError(f"from_dlpack: only CPU DLPack tensors and lamella Arrays are "
+                         f"supported, got DLPack device type {kind}")
+    target = device or default_device()
+    host = np.from_dlpack(x)  # a view honouring the producer's strides; no copy yet
+    if copy is not False:
+        return device_put(np.ascontiguousarray(host), target)
+    row_major = np.ascontiguousarray(host).strides == host.strides
+    if canonical_dtype(host.dtype) != host.dtype or not row_major or target.platform != "cpu":
+        raise ValueError(
+            f"from_dlpack(copy=False): the {describe(host.shape, host.dtype)} data needs a copy "
+            "(it is strided or column-major, 64-bit with x64 off, or on another device); "
+            "pass copy=None or copy=True")
+    try:
+        buffer = _jax.dlpack_managed_tensor_to_buffer(x.__dlpack__(), target, None, False)
+    except _jax.JaxRuntimeError as err:
+        raise ValueError(f"from_dlpack(copy=False): the data cannot be used in place ({err}); "
+                         "pass copy=None or copy=True") from None
     aval = make_aval(host.shape, host.dtype, False)
-    return Array(aval, sharding_for(device), [buffer], False, _skip_checks=True)
+    return Array(aval, sharding_for(target), [buffer], device is not None, _skip_checks=True)
 
+
+def _from_array(x: Array, device: Device | None, copy: bool | None) -> Array:
+    """`from_dlpack` of an Array: a new Array sharing its buffer, or a copy."""
+    if x.is_deleted():
+        raise DeletedArrayError(deleted_message(x))
+    source = _array_device(x)
+    target = source if device is None else device
+    if copy or target != source:
+        if copy is False:
+            raise ValueError(f"from_dlpack(copy=False): the Array is on {source}, not on "
+                             f"{target}; moving it needs a copy")
+        return copy_to_device(x, target)
+    capsule = _jax.buffer_to_dlpack_managed_tensor(_export_view(x))
+    buffer = _jax.dlpack_managed_tensor_to_buffer(capsule, target, None)
+    aval = make_aval(x.aval.shape, x.aval.dtype, False)
+    return Array(aval, sharding_for(target), [buffer], device is not None, _skip_checks=True)
+
+
+def _refusing_deleted(method: Any) -> Any:
+    """jaxlib's `method`, raising DeletedArrayError for a deleted Array first: some of
+    jaxlib's methods dereference the missing buffer of a deleted Array (a segfault)."""
+    def call(self: Array, *args: Any, **kwargs: Any) -> Any:
+        if self.is_deleted():
+            raise DeletedArrayError(deleted_message(self))
+        return method(self, *args, **kwargs)
+
+    call.__name__ = call.__qualname__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
+_jaxlib_delete = Array.delete
+
+
+def _array_delete(self: Array) -> None:
+    # jaxlib aborts the process when it deletes a buffer that another thread is
+    # exporting at that moment (np.asarray's buffer protocol, DLPack), and NumPy's
+    # export bypasses Python. With the Array's single-device view made first (jaxlib
+    # caches it on the Array), deleting leaves the memory to the last holder instead.
+    if not self.is_deleted():
+        try:
+            self._fully_replicated_shard()
+        except XlaRuntimeError:  # another thread deleted it meanwhile
+            pass
+    _jaxlib_delete(self)
+
+
+_GUARDED_METHODS = ("is_ready", "platform", "clone", "block_until_ready",
+                    "unsafe_buffer_pointer", "on_device_size_in_bytes",
+                    "_copy_single_device_array_to_host_async")
+install_array_methods({name: _refusing_deleted(getattr(Array, name))
+                       for name in _GUARDED_METHODS})
+install_array_methods({"delete": _array_delete})
 
 install_array_methods(
     {
@@ -247,7 +347,8 @@ def _host_array(x: Any, weak_type: bool) -> tuple[np.ndarray, bool]:
 
 
 def copy_to_device(x: Array, device: Device) -> Array:
-    """A copy of `x` on `device` (through the host when the platforms differ)."""
+    """A copy of `x` on `device`, which may be its own (through the host when the
+    platforms differ)."""
     if x.platform() != device.platform:  # another client: go through the host
         return device_put(host_value(x), device, weak_type=x.aval.weak_type)
     return _jax.batched_copy_array_to_devices_with_sharding(
@@ -269,6 +370,7 @@ def device_put(x: Any, device: Device | None = None, *, weak_type: bool = False)
     >>> device_put(np.ones((2,), np.int8), default_device()).committed
     True
     """
+    device = as_device(device)
     if isinstance(x, Array):
         if device is None:
             return x
@@ -281,6 +383,7 @@ def device_put(x: Any, device: Device | None = None, *, weak_type: bool = False)
         return Array(x.aval, sharding_for(device), [x], True, _skip_checks=True)
     host, weak = _host_array(x, weak_type)
     target = default_device() if device is None else device
+    check_fits(host.shape, host.dtype, target, "device_put")
     aval = make_aval(host.shape, host.dtype, weak)
     return _jax.batched_device_put(
         aval,

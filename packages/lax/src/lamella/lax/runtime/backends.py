@@ -320,6 +320,93 @@ def live_arrays(backend: str | None = None) -> list[Any]:
     return list(_client(backend).live_arrays())
 
 
+def as_device(spec: Any, what: str = "device_put") -> Device | None:
+    """The device `spec` names: None, a Device, or a single-device sharding.
+
+    Anything else (a platform name, a device index) is refused as JAX refuses
+    it, with a message that says how to name a device.
+
+    >>> as_device(sharding_for(default_device())) == default_device()
+    True
+    """
+    if spec is None or isinstance(spec, Device):
+        return spec
+    if isinstance(spec, _jax.SingleDeviceSharding):
+        return spec._device
+    hint = "lamella.core.devices()[0]"
+    if isinstance(spec, str):
+        hint = f"lamella.core.devices({spec!r})[0]"
+    elif isinstance(spec, int) and not isinstance(spec, bool):
+        hint = f"lamella.core.devices()[{spec}]"
+    raise ValueError(f"{what} takes a Device, a single-device sharding or None, got {spec!r} "
+                     f"({type(spec).__name__}); to name a device, pass e.g. {hint}")
+
+
+def memory_limit(device: Device) -> int:
+    """The bytes of memory `device` can hold at most: its allocator's limit on an
+    accelerator, the machine's physical memory for the CPU.
+
+    >>> memory_limit(default_device()) > 2**20
+    True
+    """
+    limit = _memory_limits.get(device)
+    if limit is None:
+        limit = _memory_limits[device] = _query_memory_limit(device)
+    return limit
+
+
+_memory_limits: dict[Device, int] = {}
+
+
+def _query_memory_limit(device: Device) -> int:
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    if stats and stats.get("bytes_limit"):
+        return int(stats["bytes_limit"])
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):  # no sysconf (Windows): only the 64-bit limit holds
+        return 2**63 - 1
+
+
+def check_fits(shape: Shape, dtype: np.dtype, device: Device, what: str) -> None:
+    """Raise MemoryError, naming the shape and bytes, if one array of `shape` and
+    `dtype` can't fit in `device`'s memory.
+
+    jaxlib aborts the whole process on some allocations too large to represent
+    (an uncaught C++ error), so sizes are checked in Python first, with Python's
+    unbounded integers.
+
+    >>> try:
+    ...     check_fits((2**32, 2**32), np.dtype(np.int8), devices("cpu")[0], "zeros")
+    ... except MemoryError as err:
+    ...     print(str(err).split(", more")[0])
+    zeros: int8[4294967296,4294967296] needs 18446744073709551616 bytes (16 EiB)
+    """
+    nbytes = np.dtype(dtype).itemsize
+    for size in shape:
+        nbytes *= int(size)
+    check_bytes(nbytes, device, f"{what}: {describe(shape, dtype)}")
+
+
+def check_bytes(nbytes: int, device: Device, what: str) -> None:
+    """Raise MemoryError if `what` (which needs `nbytes`) can't fit in `device`'s memory.
+
+    >>> check_bytes(2**10, default_device(), "a kilobyte")
+    """
+    limit = memory_limit(device)
+    if nbytes > limit:
+        raise MemoryError(f"{what} needs {nbytes} bytes ({_human(nbytes)}), more than the "
+                          f"{limit} bytes ({_human(limit)}) of memory of {device}")
+
+
+def _human(nbytes: int) -> str:
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
+    value, unit = float(nbytes), 0
+    while value >= 1024 and unit < len(units) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{value:.3g} {units[unit]}"
+
+
 def sharding_for(device: Device) -> _jax.SingleDeviceSharding:
     """The one ``SingleDeviceSharding`` the runtime uses for ``device``.
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -31,9 +32,12 @@ from lamella.lax.runtime.backends import (
     Device,
     Shape,
     XlaRuntimeError,
+    check_bytes,
+    check_fits,
     default_device,
     describe,
     make_aval,
+    memory_limit,
     sharding_for,
 )
 
@@ -111,11 +115,15 @@ class Executable:
                     arrays[i] = self._prepare(i, a)
         try:
             return self.xla_executable.execute_sharded(arrays).consume_with_handlers(self._handlers)
-        except XlaRuntimeError:
+        except XlaRuntimeError as err:
             # Checked only after a failure, so that healthy calls pay nothing.
             for a in arrays:
                 if a.is_deleted():
                     raise DeletedArrayError(deleted_message(a)) from None
+            if "RESOURCE_EXHAUSTED" in str(err):
+                outs = ", ".join(describe(a.shape, a.dtype) for a in self.out_avals)
+                raise MemoryError(f"{self.name} ran out of memory on {self.device} computing "
+                                  f"({outs}): {err}") from None
             raise
 
     def _prepare(self, i: int, a: Any) -> Array:
@@ -207,6 +215,36 @@ def _alias_donated_args(
     return tuple(i for i, d in enumerate(arg_attrs) if _ALIAS in d)
 
 
+def _check_value_sizes(module: ir.Module, device: Device) -> None:
+    """MemoryError if a value of the program can't fit in `device`'s memory.
+
+    XLA aborts the process while compiling a program with a tensor of more than
+    2**63 bytes, so every value's type is checked before compiling: each
+    intermediate on its own, and the outputs, which must coexist, together.
+    """
+    name = _module_name(module)
+    # 16 bytes bound every element type: only values that might not fit get a
+    # precise check (reading each value's dtype would cost more than the walk).
+    max_elements = memory_limit(device) // 16
+    suspects: list[tuple[str, Any]] = []
+
+    def visit(op: Any) -> Any:
+        for result in op.results:
+            tensor = result.type
+            if isinstance(tensor, ir.RankedTensorType) and tensor.rank \
+                    and tensor.has_static_shape and math.prod(tensor.shape) > max_elements:
+                suspects.append((op.name, tensor))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op_name, tensor in suspects:
+        check_fits(*mlir_context.shape_and_dtype(tensor), device, f"program {name!r}, {op_name}")
+    _, out_specs = mlir_context.main_signature(module)
+    total = sum(math.prod(shape) * dtype.itemsize for shape, dtype in out_specs)
+    outs = ", ".join(describe(shape, dtype) for shape, dtype in out_specs)
+    check_bytes(total, device, f"program {name!r}: storing its outputs ({outs})")
+
+
 def compile(
     module: ir.Module,
     device: Device | None = None,
@@ -244,6 +282,7 @@ def compile(
         given = [(tuple(a.shape), np.dtype(a.dtype)) for a in avals]
         if given != out_specs:
             raise ValueError(f"out_avals {given} do not match @main's results {out_specs}")
+    _check_value_sizes(module, target)
     donated = _alias_donated_args(module, donated_args, in_specs, out_specs)
     # executable_devices alone does not place the program: without a device
     # assignment XLA assigns it to device 0 and rejects buffers from elsewhere.
