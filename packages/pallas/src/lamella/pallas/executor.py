@@ -14,9 +14,9 @@ block contents. The compiled executor splits the grid axes in two:
   `dynamic_update_slice`.
 
 So a blocked add is one fused elementwise loop and a blocked matmul a handful
-of batched dots. The step interpreter (`interpret=True`, or any kernel that
-calls `debug_print`) walks the grid in Python, running each kernel instance
-eagerly, so `debug_print` output appears in grid order.
+of batched dots. The step interpreter (`interpret=True`)
+walks the grid in Python, running each kernel instance eagerly; a compiled kernel
+that calls `debug_print` runs its grid points in one loop, in grid order.
 """
 
 from __future__ import annotations
@@ -178,8 +178,9 @@ def _kernel_fn(kernel: ClosedJaxpr, n_grid: int, n_in: int, n_out: int):
 def run_compiled(args: Sequence[Any], *, kernel: ClosedJaxpr, grid: tuple[int, ...],
                  in_mappings: Sequence[BlockMapping], out_mappings: Sequence[BlockMapping],
                  scratch_avals: Sequence[ShapedArray], aliases: dict[int, int],
-                 plan: GridPlan) -> list[Any]:
-    """The grid as one traced computation (called while lowering `pallas_call`)."""
+                 plan: GridPlan, unroll: bool = True) -> list[Any]:
+    """The grid as one traced computation (called while lowering `pallas_call`); with
+    `unroll=False` the step points always run as a loop, strictly in order."""
     n_in, n_out = len(in_mappings), len(out_mappings)
     mappings = [*in_mappings, *out_mappings]
     ins = [_pad(x, m) for x, m in zip(args, in_mappings)]
@@ -221,7 +222,7 @@ def run_compiled(args: Sequence[Any], *, kernel: ClosedJaxpr, grid: tuple[int, .
             index[a] = p
         return [m.starts[tuple(index)].tolist() for m in mappings]
 
-    if len(step_points) <= UNROLL_STEPS:
+    if unroll and len(step_points) <= UNROLL_STEPS:
         for point in step_points:
             outs, scratch = step(starts_at(point), [np.int32(p) for p in point], outs, scratch)
     else:

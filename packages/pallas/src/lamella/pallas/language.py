@@ -21,7 +21,7 @@ import numpy as np
 
 import lamella.lax as lax
 import lamella.numpy as jnp
-from lamella.core import Primitive, ShapedArray, ShapeDtypeStruct
+from lamella.core import Primitive, ShapedArray, ShapeDtypeStruct, debug
 from lamella.core.state import (
     AbstractRef,
     Ref,
@@ -33,7 +33,7 @@ from lamella.core.state import (
     trace_stateful_body,
 )
 from lamella.core.tree_util import tree_flatten, tree_unflatten
-from lamella.lax.lowering import register_lowering
+from lamella.lax.lowering import lower_fun, register_lowering
 from lamella.lax.state_rules import read_window, update_window
 from lamella.pallas.specs import MemoryRef
 
@@ -390,18 +390,17 @@ def _debug_print_impl(*args, fmt):
     return []
 
 
-def _debug_print_lowering(ctx, *args, fmt):
-    raise RuntimeError(
-        "pl.debug_print runs in the step interpreter only: call the pallas_call outside "
-        "jit (with interpret=True, or eagerly), where each grid step runs in order and "
-        "prints. lamella.lax has no host callbacks to print from compiled code.")
+def _debug_print_callback(*args, fmt):
+    debug.print(fmt, *args)
+    return []
 
 
-register_lowering(debug_print_p, _debug_print_lowering)
+register_lowering(debug_print_p, lower_fun(_debug_print_callback, multiple_results=True))
 
 
 def debug_print(fmt: str, *args: Any) -> None:
-    """Prints `fmt.format(*args)` when the kernel instance runs (in grid order under
-    the step interpreter: `interpret=True`, or any eager call of a kernel that prints)."""
+    """Prints `fmt.format(*args)` when the kernel instance runs, in grid order (from
+    the step interpreter with `interpret=True`, and from compiled code through a host
+    callback)."""
     debug_print_p.bind(*args, fmt=fmt)
 

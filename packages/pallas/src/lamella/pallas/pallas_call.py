@@ -222,18 +222,15 @@ def _dimension_semantics(compiler_params, n: int) -> list[bool]:
 
 
 def _lowered(*args, kernel, grid, in_mappings, out_mappings, scratch_avals, aliases,
-             compiler_params, name, **_):
-    if _has_debug_print(kernel.jaxpr):
-        raise RuntimeError(
-            f"Kernel {name!r} calls pl.debug_print, which runs in the step interpreter only: "
-            "call the pallas_call outside jit (eagerly, or with interpret=True) so each grid "
-            "step runs in order and prints. lamella.lax has no host callbacks to print from "
-            "compiled code.")
-    plan = plan_grid(grid, in_mappings, out_mappings,
-                     _dimension_semantics(compiler_params, len(grid)))
+             compiler_params, **_):
+    prints = _has_debug_print(kernel.jaxpr)
+    # A kernel that prints runs its grid points one after the other, in grid order.
+    arbitrary = [True] * len(grid) if prints else _dimension_semantics(compiler_params,
+                                                                       len(grid))
+    plan = plan_grid(grid, in_mappings, out_mappings, arbitrary)
     return run_compiled(args, kernel=kernel, grid=grid, in_mappings=in_mappings,
                         out_mappings=out_mappings, scratch_avals=scratch_avals,
-                        aliases=dict(aliases), plan=plan)
+                        aliases=dict(aliases), plan=plan, unroll=not prints)
 
 
 register_lowering(pallas_call_p, lower_fun(_lowered, multiple_results=True))
@@ -241,7 +238,7 @@ register_lowering(pallas_call_p, lower_fun(_lowered, multiple_results=True))
 
 @pallas_call_p.def_impl
 def _impl(*args, **params):
-    if params["interpret"] or _has_debug_print(params["kernel"].jaxpr):
+    if params["interpret"]:
         return run_stepwise(args, kernel=params["kernel"], grid=params["grid"],
                             in_mappings=params["in_mappings"],
                             out_mappings=params["out_mappings"],
