@@ -36,7 +36,7 @@ def tilings(draw):
     return shape, pl.BlockSpec(block, index_map), grid
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(tilings(), st.booleans())
 def test_copy_any_tiling(tiling, interpret):
     shape, spec, grid = tiling
@@ -46,7 +46,7 @@ def test_copy_any_tiling(tiling, interpret):
     np.testing.assert_array_equal(f(x), x)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(tilings())
 def test_blocked_add_any_tiling(tiling):
     shape, spec, grid = tiling
