@@ -8,7 +8,7 @@ import pytest
 import lamella.core as lc
 import lamella.lax as lax
 from lamella.core import ShapedArray
-from lamella.lax.lowering import hlo, lower_fun, lower_closed_jaxpr, register_lowering
+from lamella.lax.lowering import hlo, lower_closed_jaxpr, lower_fun, register_lowering
 
 
 def _unary_primitive(name):

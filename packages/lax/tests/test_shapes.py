@@ -399,7 +399,7 @@ errors = [
     (lambda: dynamic_update_slice_p.bind(X, X, I(0)), TypeError,
      r"dynamic_update_slice got 1 start indices for an operand of shape \(2, 3\)"),
     (lambda: iota(bool, 3), TypeError, r"iota does not accept dtype bool"),
-    (lambda: iota_p.bind(dtype=np.dtype(I), shape=(2,), dimension=1), TypeError,
+    (lambda: iota_p.bind(dtype=np.dtype(I), shape=(2,), dimension=1, sharding=None), TypeError,
      r"iota dimension 1 must be an axis of the non-negative shape \(2,\)"),
     (lambda: split(X, (1, 1), axis=1), TypeError,
      r"split sizes \(1, 1\) must be non-negative and sum to 3, the size of axis 1"),

@@ -1,4 +1,5 @@
-"""Dtype conversions: convert_element_type, bitcast_convert_type, reduce_precision."""
+"""Dtypes and conversions: dtype, convert_element_type, bitcast_convert_type,
+reduce_precision."""
 
 from __future__ import annotations
 
@@ -11,6 +12,19 @@ from lamella.core.staging import const_fold_rules
 from lamella.core.trace import aval_of
 from lamella.lax.lowering import aval_to_ir_type, constant, hlo, register_lowering
 from lamella.lax.standard import ANY, check_dtypes, standard_primitive
+
+
+def dtype(x: Any) -> np.dtype:
+    """The dtype `x` has as a lax operand: canonicalized (float64 is float32 without
+    x64), Python scalars taking their default dtype. `x` may also be a dtype.
+
+    >>> dtype(1.0), dtype(np.int8(1)), dtype("float64")
+    (dtype('float32'), dtype('int8'), dtype('float32'))
+    """
+    if isinstance(x, (str, type, np.dtype)):
+        return dtypes.canonicalize_dtype(x)
+    return aval_of(x).dtype
+
 
 # --- convert_element_type -----------------------------------------------------
 convert_element_type_p = standard_primitive("convert_element_type")

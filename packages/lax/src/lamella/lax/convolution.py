@@ -29,7 +29,14 @@ from lamella.lax.contraction import PrecisionLike, canonicalize_precision
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.lowering import aval_to_ir_type, hlo, ir, register_lowering
 from lamella.lax.shapes import rev
-from lamella.lax.standard import COMPLEX, FLOAT, INT, check_dtypes, standard_primitive
+from lamella.lax.standard import (
+    COMPLEX,
+    FLOAT,
+    INT,
+    check_dtypes,
+    check_out_sharding,
+    standard_primitive,
+)
 
 __all__ = ["ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "conv",
            "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_p",
@@ -198,7 +205,7 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
                          dimension_numbers: ConvGeneralDilatedDimensionNumbers = None,
                          feature_group_count: int = 1, batch_group_count: int = 1,
                          precision: PrecisionLike = None,
-                         preferred_element_type: Any = None) -> Any:
+                         preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
     """A general n-dimensional convolution (XLA's ConvGeneralDilated).
 
     `padding` is 'VALID', 'SAME', 'SAME_LOWER' or one (low, high) pair per
@@ -217,6 +224,7 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     array([[9., 6.],
            [6., 4.]], dtype=float32)
     """
+    check_out_sharding("conv_general_dilated", out_sharding)
     lhs_shape, rhs_shape = aval_of(lhs).shape, aval_of(rhs).shape
     dnums = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
     n = len(lhs_shape) - 2
@@ -234,7 +242,8 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
         lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation, dimension_numbers=dnums,
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
-        precision=canonicalize_precision(precision), preferred_element_type=preferred)
+        precision=canonicalize_precision(precision), preferred_element_type=preferred,
+        out_sharding=None)
 
 
 def _conv_shape(lhs_shape, rhs_shape, *, window_strides, padding, lhs_dilation, rhs_dilation,
@@ -276,7 +285,7 @@ def _conv_shape(lhs_shape, rhs_shape, *, window_strides, padding, lhs_dilation, 
 
 @conv_general_dilated_p.def_abstract_eval
 def _conv_abstract_eval(lhs: ShapedArray, rhs: ShapedArray, *, precision,
-                        preferred_element_type, **params) -> ShapedArray:
+                        preferred_element_type, out_sharding, **params) -> ShapedArray:
     check_dtypes("conv_general_dilated", (*INT, FLOAT, COMPLEX), lhs, rhs)
     if lhs.dtype != rhs.dtype:
         raise TypeError(f"conv_general_dilated requires lhs and rhs of one dtype, got "
@@ -373,7 +382,7 @@ def _conv_transpose_lhs(ct, rhs, lhs_aval, *, window_strides, padding, lhs_dilat
         lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
         dimension_numbers=ConvDimensionNumbers(out_spec, _spec_transpose(rhs_spec), lhs_spec),
         feature_group_count=group_count, batch_group_count=1, precision=precision,
-        preferred_element_type=None)
+        preferred_element_type=None, out_sharding=None)
     if batch_group_count > 1:
         # The groups came out in the feature dimension; they belong to the batch.
         out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
@@ -401,11 +410,11 @@ def _conv_transpose_rhs(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilat
                                                _spec_transpose(out_spec),
                                                _spec_transpose(rhs_spec)),
         feature_group_count=feature_groups, batch_group_count=batch_groups,
-        precision=precision, preferred_element_type=None)
+        precision=precision, preferred_element_type=None, out_sharding=None)
     return _cast(out, rhs_aval.dtype)
 
 
-def _conv_transpose(ct, lhs, rhs, *, preferred_element_type, **params):
+def _conv_transpose(ct, lhs, rhs, *, preferred_element_type, out_sharding, **params):
     if type(ct) is ad.Zero:
         return [None, None]
     if ad.is_undefined_primal(lhs):
@@ -467,7 +476,7 @@ def _conv_batch(args, dims, *, dimension_numbers, feature_group_count, batch_gro
 
 def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                    dimension_numbers, feature_group_count, batch_group_count, precision,
-                   preferred_element_type):
+                   preferred_element_type, out_sharding):
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
     if aval_in.dtype != aval_out.dtype and aval_in.dtype.kind in "biu" \

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from lamella.core import ShapedArray, ad, batching, dtypes
+from lamella.core import ShapedArray, ad, batching, dtypes, jit
 from lamella.core.trace import aval_of
 from lamella.lax.arithmetic import conj, mul, real
 from lamella.lax.conversion import convert_element_type
@@ -82,8 +82,10 @@ def fft(x: Any, fft_type: FftType | str, fft_lengths: Sequence[int]) -> Any:
     >>> fft(np.array([10., -2. + 2j, -2.], np.complex64), FftType.IRFFT, (4,))
     Array([1., 2., 3., 4.], dtype=float32)
     """
-    fft_type = FftType(fft_type)
-    fft_lengths = tuple(int(n) for n in fft_lengths)
+    return _jitted_fft(x, FftType(fft_type), tuple(int(n) for n in fft_lengths))
+
+
+def _fft(x: Any, fft_type: FftType, fft_lengths: tuple[int, ...]) -> Any:
     dtype = aval_of(x).dtype
     if fft_type == FftType.RFFT:
         if dtype.kind == "c":
@@ -92,6 +94,12 @@ def fft(x: Any, fft_type: FftType | str, fft_lengths: Sequence[int]) -> Any:
     else:
         x = convert_element_type(x, _complex_dtype(dtypes.canonicalize_dtype(dtype)))
     return fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths)
+
+
+# As JAX's, fft is a jitted function (its equation is `jit[name=fft ...]`); the
+# public wrapper makes the static arguments hashable first (lists are accepted).
+_fft.__name__ = _fft.__qualname__ = "fft"
+_jitted_fft = jit(_fft, static_argnums=(1, 2))
 
 
 @fft_p.def_abstract_eval

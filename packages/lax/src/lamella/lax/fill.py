@@ -1,4 +1,5 @@
-"""Arrays filled with one value: full, full_like, zeros_like_array (broadcast scalars)."""
+"""Arrays filled with one value: full, full_like, zeros_like_array (broadcast
+scalars), and `empty` (an array whose contents are unspecified: zeros here)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,24 @@ from typing import Any
 
 import numpy as np
 
-from lamella.core import dtypes
+from lamella.core import ShapedArray, ad, dtypes
 from lamella.core.structural import broadcast_in_dim
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
+from lamella.lax.lowering import aval_to_ir_type, constant, hlo, register_lowering
+from lamella.lax.standard import check_out_sharding, standard_primitive
 
-__all__ = ["full", "full_like", "zeros_like_array"]
+__all__ = ["empty", "empty_p", "full", "full_like", "zeros_like_array"]
 
 
-def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *,
+         sharding: Any = None) -> Any:
     """An array of `shape` filled with `fill_value` (a broadcast scalar).
 
     >>> full((2,), 3.0)                 # a Python scalar stays weakly typed
     Array([3., 3.], dtype=float32, weak_type=True)
     """
+    check_out_sharding("full", sharding)
     shape = tuple(int(d) for d in shape)
     if np.ndim(fill_value) != 0:
         raise TypeError(f"full requires a scalar fill_value, got shape {np.shape(fill_value)}")
@@ -30,8 +35,14 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
     return broadcast_in_dim(scalar, shape, ()) if shape else scalar
 
 
-def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
-    """An array like `x` (its shape and dtype, unless given) filled with `fill_value`."""
+def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None,
+              sharding: Any = None) -> Any:
+    """An array like `x` (its shape and dtype, unless given) filled with `fill_value`.
+
+    >>> full_like(np.zeros(2, np.int8), 7)
+    Array([7, 7], dtype=int8)
+    """
+    check_out_sharding("full_like", sharding)
     aval = aval_of(x)
     dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
     shape = aval.shape if shape is None else tuple(shape)
@@ -42,3 +53,30 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> 
 def zeros_like_array(x: Any) -> Any:
     """Zeros with the shape and dtype of `x`."""
     return full_like(x, 0)
+
+
+# --- empty: an array whose contents do not matter -------------------------------
+empty_p = standard_primitive("empty")
+
+
+def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
+    """An array of `shape` and `dtype` whose contents are unspecified (XLA is free to
+    leave them uninitialized; here they are zeros). Nothing flows through it, so
+    its derivative is zero.
+
+    >>> empty((2,), np.float32).shape
+    (2,)
+    """
+    check_out_sharding("empty", out_sharding)
+    return empty_p.bind(shape=tuple(int(d) for d in shape), dtype=dtype, out_sharding=None)
+
+
+@empty_p.def_abstract_eval
+def _empty_abstract_eval(*, shape, dtype, out_sharding) -> ShapedArray:
+    return ShapedArray(shape, dtypes.canonicalize_dtype(dtype))
+
+
+register_lowering(empty_p, lambda ctx, *, shape, dtype, out_sharding: [
+    hlo.broadcast_in_dim(aval_to_ir_type(ctx.avals_out[0]),
+                         constant(0, ctx.avals_out[0].dtype), [])])
+ad.defjvp_zero(empty_p)

@@ -42,10 +42,10 @@ from lamella.core import ShapedArray, ad, batching, dtypes
 from lamella.core.jaxpr import Jaxpr
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import aval_of
-from lamella.lax.arithmetic import add, div, max, min, mul, neg, sub
+from lamella.lax.arithmetic import add, div, max, min, mul, neg, rem, sub
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.fill import full
-from lamella.lax.logical import bitwise_and, clamp, eq, ge, le, select
+from lamella.lax.logical import bitwise_and, clamp, eq, ge, le, lt, select
 from lamella.lax.lowering import (
     aval_to_ir_type,
     constant,
@@ -57,14 +57,14 @@ from lamella.lax.lowering import (
 )
 from lamella.lax.mlir_context import element_type
 from lamella.lax.reductions import reduce_and
-from lamella.lax.shapes import broadcast_in_dim, iota, reshape
+from lamella.lax.shapes import broadcast_in_dim, concatenate, iota, reshape
 from lamella.lax.standard import ANY, BOOL, FLOAT, INT, NUMBER, check_dtypes, standard_primitive
 
 __all__ = [
     "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "gather",
-    "gather_p", "scatter", "scatter_add", "scatter_add_p", "scatter_apply", "scatter_max",
-    "scatter_max_p", "scatter_min", "scatter_min_p", "scatter_mul", "scatter_mul_p",
-    "scatter_p", "scatter_sub", "scatter_sub_p",
+    "gather_p", "index_take", "scatter", "scatter_add", "scatter_add_p", "scatter_apply",
+    "scatter_max", "scatter_max_p", "scatter_min", "scatter_min_p", "scatter_mul",
+    "scatter_mul_p", "scatter_p", "scatter_sub", "scatter_sub_p",
 ]
 
 
@@ -907,3 +907,33 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers, **pa
 
 ad.primitive_jvps[scatter_p] = _scatter_jvp
 ad.primitive_transposes[scatter_p] = _scatter_transpose
+
+
+# --- index_take -----------------------------------------------------------------
+
+
+def index_take(src: Any, idxs: Sequence[Any], axes: Sequence[int]) -> Any:
+    """Entries of `src` at the index arrays `idxs` (one 1-D array per axis in `axes`,
+    taken modulo that axis's size), with the other axes whole: shape
+    `(len(idxs[0]), *other axes)`.
+
+    >>> index_take(np.arange(6, dtype=np.float32).reshape(2, 3),
+    ...            (np.int32([1, -1]), np.int32([0, 5])), (0, 1))
+    Array([3., 5.], dtype=float32)
+    """
+    shape = aval_of(src).shape
+    axes = tuple(int(a) for a in axes)
+    if len(idxs) != len(axes):
+        raise ValueError(f"index_take needs one index array per axis: got {len(idxs)} for "
+                         f"axes {axes}")
+    columns = []
+    for i, axis in zip(idxs, axes):
+        size = np.array(shape[axis], aval_of(i).dtype)
+        wrapped = rem(i, size)  # NumPy's modulo: the sign of the divisor
+        wrapped = select(lt(wrapped, _zeros_like(wrapped)), add(wrapped, size), wrapped)
+        columns.append(reshape(wrapped, (*aval_of(i).shape, 1)))
+    indices = concatenate(columns, 1)
+    sizes = tuple(1 if a in axes else d for a, d in enumerate(shape))
+    dnums = GatherDimensionNumbers(offset_dims=tuple(range(1, len(shape) - len(axes) + 1)),
+                                   collapsed_slice_dims=axes, start_index_map=axes)
+    return gather(src, indices, dnums, sizes)

@@ -26,18 +26,19 @@ from lamella.lax.standard import (
 # --- comparisons --------------------------------------------------------------
 
 
-def _compare_lowering(direction: str):
+def _compare_lowering(direction: str, total_order: bool = False):
     def lower(x, y):
         kind = category(dtype_of(x))
         compare_type = {"bool": "UNSIGNED", "unsigned integer": "UNSIGNED",
-                        "signed integer": "SIGNED"}.get(kind, "FLOAT")
+                        "signed integer": "SIGNED"}.get(
+                            kind, "TOTALORDER" if total_order else "FLOAT")
         return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
                            compare_type=hlo.ComparisonTypeAttr.get(compare_type))
     return lower
 
 
-def _comparison(name: str, direction: str, accepted):
-    prim = naryop(name, accepted, _compare_lowering(direction),
+def _comparison(name: str, direction: str, accepted, total_order: bool = False):
+    prim = naryop(name, accepted, _compare_lowering(direction, total_order),
                   result_dtype=lambda *_: np.dtype(bool))
     ad.defjvp_zero(prim)
     return prim, binary_op(prim, doc=f"Elementwise comparison `{name}`, a boolean array.")
@@ -50,6 +51,11 @@ lt_p, lt = _comparison("lt", "LT", _ORDERED)
 le_p, le = _comparison("le", "LE", _ORDERED)
 gt_p, gt = _comparison("gt", "GT", _ORDERED)
 ge_p, ge = _comparison("ge", "GE", _ORDERED)
+# Comparisons in the total order of floats (-nan < -inf < ... < -0 < 0 < ... < inf <
+# nan): what sort comparators use. Primitives only, as in JAX.
+eq_to_p, _ = _comparison("eq_to", "EQ", ANY, total_order=True)
+le_to_p, _ = _comparison("le_to", "LE", _ORDERED, total_order=True)
+lt_to_p, _ = _comparison("lt_to", "LT", _ORDERED, total_order=True)
 
 # --- select_n -----------------------------------------------------------------
 select_n_p = standard_primitive("select_n")

@@ -48,7 +48,7 @@ from lamella.lax.logical import (
     shift_left,
     shift_right_logical,
 )
-from lamella.lax.lowering import aval_to_ir_type, hlo, ir, lower_fun, register_lowering
+from lamella.lax.lowering import aval_to_ir_type, constant, hlo, ir, lower_fun, register_lowering
 from lamella.lax.shapes import (
     broadcast_in_dim,
     broadcasted_iota,
@@ -58,9 +58,15 @@ from lamella.lax.shapes import (
     slice,
     squeeze,
 )
-from lamella.lax.standard import broadcast_operands, elementwise_batcher, standard_primitive
+from lamella.lax.standard import (
+    broadcast_operands,
+    check_out_sharding,
+    elementwise_batcher,
+    standard_primitive,
+)
 
-__all__ = ["RandomAlgorithm", "rng_bit_generator", "rng_bit_generator_p", "threefry2x32",
+__all__ = ["RandomAlgorithm", "rng_bit_generator", "rng_bit_generator_p", "rng_uniform",
+           "rng_uniform_p", "threefry2x32",
            "threefry2x32_p", "threefry_2x32", "threefry_fold_in", "threefry_random_bits",
            "threefry_seed", "threefry_split"]
 
@@ -339,6 +345,9 @@ class RandomAlgorithm(enum.IntEnum):
     RNG_THREE_FRY = 1
     RNG_PHILOX = 2
 
+    def __str__(self) -> str:
+        return self.name
+
 
 _RNG_ALGORITHM_NAMES = {RandomAlgorithm.RNG_DEFAULT: "DEFAULT",
                         RandomAlgorithm.RNG_THREE_FRY: "THREE_FRY",
@@ -349,8 +358,8 @@ rng_bit_generator_p = standard_primitive("rng_bit_generator", multiple_results=T
 
 
 def rng_bit_generator(key: Any, shape: Sequence[int], dtype: Any = np.uint32,
-                      algorithm: RandomAlgorithm = RandomAlgorithm.RNG_DEFAULT
-                      ) -> tuple[Any, Any]:
+                      algorithm: RandomAlgorithm = RandomAlgorithm.RNG_DEFAULT, *,
+                      out_sharding: Any = None) -> tuple[Any, Any]:
     """XLA's bit generator: `(new_key, bits)`, bits an unsigned array of `shape`.
 
     `key` is uint32[4] (or uint64[2] with x64). The stream depends on the
@@ -362,23 +371,26 @@ def rng_bit_generator(key: Any, shape: Sequence[int], dtype: Any = np.uint32,
     >>> new_key.shape, bits.shape, bits.dtype
     ((4,), (2, 3), dtype('uint8'))
     """
+    check_out_sharding("rng_bit_generator", out_sharding)
     dtype = dtypes.canonicalize_dtype(dtype)
     if dtype not in _RBG_DTYPES:
         raise TypeError(f"rng_bit_generator: unsupported dtype {dtype.name}; use an unsigned "
                         "integer type (uint8, uint16, uint32, uint64)")
     return tuple(rng_bit_generator_p.bind(key, shape=tuple(int(d) for d in shape), dtype=dtype,
-                                          algorithm=RandomAlgorithm(algorithm)))
+                                          algorithm=RandomAlgorithm(algorithm),
+                                          out_sharding=None))
 
 
 @rng_bit_generator_p.def_abstract_eval
-def _rng_bit_generator_abstract_eval(key: ShapedArray, *, shape, dtype, algorithm):
+def _rng_bit_generator_abstract_eval(key: ShapedArray, *, shape, dtype, algorithm,
+                                     out_sharding):
     if (key.shape, key.dtype) not in (((4,), _U32), ((2,), np.dtype(np.uint64))):
         raise TypeError("rng_bit_generator key must be uint32[4] or uint64[2], got "
                         f"{key.dtype.name}{list(key.shape)}")
     return [ShapedArray(key.shape, key.dtype), ShapedArray(shape, dtype)]
 
 
-def _rng_bit_generator_lowering(ctx, key, *, shape, dtype, algorithm):
+def _rng_bit_generator_lowering(ctx, key, *, shape, dtype, algorithm, out_sharding):
     # XLA's state is u64[2]; a u32[4] key (usable without x64) is reinterpreted.
     key_aval, bits_aval = ctx.avals_in[0], ctx.avals_out[1]
     u64_state = ir.RankedTensorType.get([2], ir.IntegerType.get_unsigned(64))
@@ -398,16 +410,49 @@ def _rng_bit_generator_lowering(ctx, key, *, shape, dtype, algorithm):
     return [new_key, bits]
 
 
-def _rng_bit_generator_batch(args, dims, *, shape, dtype, algorithm):
+def _rng_bit_generator_batch(args, dims, **params):
     # One generator call draws one stream, so a batch of keys needs one call
     # per key: a loop (lax.map) over the keys, whose size does not grow the program.
     (keys,), (dim,) = args, dims
     keys = batching.moveaxis(keys, dim, 0)
-    new_keys, bits = loop_map(lambda k: tuple(rng_bit_generator_p.bind(
-        k, shape=shape, dtype=dtype, algorithm=algorithm)), keys)
+    new_keys, bits = loop_map(lambda k: tuple(rng_bit_generator_p.bind(k, **params)), keys)
     return [new_keys, bits], [0, 0]
 
 
 ad.defjvp_zero(rng_bit_generator_p)
 batching.primitive_batchers[rng_bit_generator_p] = _rng_bit_generator_batch
 register_lowering(rng_bit_generator_p, _rng_bit_generator_lowering)
+
+
+# --- rng_uniform: XLA's stateful uniform generator ---------------------------------
+rng_uniform_p = standard_primitive("rng_uniform")
+
+
+def rng_uniform(a: Any, b: Any, shape: Sequence[int]) -> Any:
+    """Draws from XLA's stateful uniform generator: an array of `shape` uniform in
+    [a, b) (a and b scalars of one dtype). Not reproducible: the state is the
+    backend's; use lamella.random for reproducible streams.
+
+    >>> out = np.asarray(rng_uniform(np.float32(0), np.float32(1), (3,)))
+    >>> out.shape, bool(((out >= 0) & (out < 1)).all())
+    ((3,), True)
+    """
+    return rng_uniform_p.bind(a, b, shape=tuple(int(d) for d in shape))
+
+
+@rng_uniform_p.def_abstract_eval
+def _rng_uniform_abstract_eval(a: ShapedArray, b: ShapedArray, *, shape) -> ShapedArray:
+    if a.dtype != b.dtype or a.shape or b.shape:
+        raise TypeError(f"rng_uniform: a and b must be scalars of one dtype, got "
+                        f"{a.str_short()} and {b.str_short()}")
+    if a.dtype.kind not in "iuf" and a.dtype.name != "bfloat16":
+        raise TypeError(f"rng_uniform: a and b must be integers or floats, got {a.dtype.name}")
+    return ShapedArray(shape, a.dtype)
+
+
+def _rng_uniform_lowering(ctx, a, b, *, shape):
+    dims = constant(np.array(shape, np.int64))
+    return [hlo.rng(a, b, dims, hlo.RngDistributionAttr.get("UNIFORM"))]
+
+
+register_lowering(rng_uniform_p, _rng_uniform_lowering)

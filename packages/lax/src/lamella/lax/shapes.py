@@ -20,11 +20,12 @@ Array([[0., 0., 0., 1., 0., 2.],
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from lamella.core import ShapedArray, ad, batching, dtypes, structural
+from lamella.core import ShapedArray, ad, batching, dtypes, jit, structural
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax.arithmetic import add, sub
 from lamella.lax.conversion import convert_element_type
@@ -39,6 +40,7 @@ from lamella.lax.standard import (
     NUMBER,
     category,
     check_dtypes,
+    check_out_sharding,
     standard_primitive,
 )
 
@@ -77,22 +79,24 @@ def _moved_axis(axis: int, bdim: int) -> int:
 
 
 def broadcast_in_dim(operand: Any, shape: Sequence[int],
-                     broadcast_dimensions: Sequence[int]) -> Any:
+                     broadcast_dimensions: Sequence[int], *, out_sharding: Any = None) -> Any:
     """Broadcasts `operand` to `shape`; operand axis i becomes axis broadcast_dimensions[i].
 
     >>> broadcast_in_dim(np.float32([1, 2]), (3, 2), (1,)).shape
     (3, 2)
     """
+    check_out_sharding("broadcast_in_dim", out_sharding)
     return structural.broadcast_in_dim(operand, tuple(int(d) for d in shape),
                                        tuple(int(d) for d in broadcast_dimensions))
 
 
-def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
+def broadcast(operand: Any, sizes: Sequence[int], *, out_sharding: Any = None) -> Any:
     """Adds leading axes of the given `sizes`, repeating `operand` along them.
 
     >>> broadcast(np.float32([1, 2]), (3,)).shape
     (3, 2)
     """
+    check_out_sharding("broadcast", out_sharding)
     ndim = aval_of(operand).ndim
     sizes = tuple(int(d) for d in sizes)
     return broadcast_in_dim(operand, sizes + aval_of(operand).shape,
@@ -112,7 +116,7 @@ def transpose(operand: Any, permutation: Sequence[int]) -> Any:
 
 
 def reshape(operand: Any, new_sizes: Sequence[int],
-            dimensions: Sequence[int] | None = None) -> Any:
+            dimensions: Sequence[int] | None = None, *, out_sharding: Any = None) -> Any:
     """Reshapes `operand` (row-major) to `new_sizes`, after transposing it by
     `dimensions` when given.
 
@@ -121,6 +125,7 @@ def reshape(operand: Any, new_sizes: Sequence[int],
            [1., 4.],
            [2., 5.]], dtype=float32)
     """
+    check_out_sharding("reshape", out_sharding)
     new_sizes = tuple(int(d) for d in new_sizes)
     if dimensions is not None:
         operand = transpose(operand, dimensions)
@@ -689,7 +694,7 @@ register_lowering(dynamic_slice_p, lambda ctx, x, *indices, slice_sizes: [
     hlo.dynamic_slice(x, list(indices), list(slice_sizes))])
 
 
-def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int = 1, axis: int = 0, *,
+def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0, *,
                          allow_negative_indices: bool = True) -> Any:
     """`dynamic_slice` along one axis.
 
@@ -704,6 +709,8 @@ def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int = 1, ax
     return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
+# As in JAX, the two index functions are jitted (equations `jit[name=...]`).
+@partial(jit, static_argnames=("axis", "keepdims", "allow_negative_indices"))
 def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0, keepdims: bool = True, *,
                          allow_negative_indices: bool = True) -> Any:
     """The entry at traced `index` along `axis` (clamped into range).
@@ -800,7 +807,8 @@ register_lowering(dynamic_update_slice_p, lambda ctx, x, update, *indices: [
     hlo.dynamic_update_slice(x, update, list(indices))])
 
 
-def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axis: int) -> Any:
+def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axis: int, *,
+                                allow_negative_indices: bool = True) -> Any:
     """`dynamic_update_slice` along one axis (the update spans the others).
 
     >>> dynamic_update_slice_in_dim(np.zeros(3, np.float32), np.float32([5]), 1, 0)
@@ -810,10 +818,13 @@ def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axi
     axis = _canonicalize_axis(axis, ndim)
     starts: list[Any] = [0] * ndim
     starts[axis] = start_index
-    return dynamic_update_slice(operand, update, starts)
+    return dynamic_update_slice(operand, update, starts,
+                                allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int) -> Any:
+@partial(jit, static_argnames=("axis", "allow_negative_indices"))
+def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int, *,
+                                allow_negative_indices: bool = True) -> Any:
     """Writes `update` as entry `index` along `axis`; `update` may lack that axis.
 
     >>> dynamic_update_index_in_dim(np.zeros((2, 2), np.float32), np.float32([1, 2]), 1, 0)
@@ -824,7 +835,8 @@ def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int
     axis = _canonicalize_axis(axis, ndim)
     if aval_of(update).ndim == ndim - 1:
         update = expand_dims(update, (axis,))
-    return dynamic_update_slice_in_dim(operand, update, index, axis)
+    return dynamic_update_slice_in_dim(operand, update, index, axis,
+                                       allow_negative_indices=allow_negative_indices)
 
 
 # --- iota ---------------------------------------------------------------------
@@ -840,20 +852,22 @@ def iota(dtype: Any, size: int) -> Any:
     return broadcasted_iota(dtype, (size,), 0)
 
 
-def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
+def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
+                     out_sharding: Any = None) -> Any:
     """An array of `shape` counting 0, 1, ... along `dimension`.
 
     >>> broadcasted_iota(np.int32, (2, 3), 1)
     Array([[0, 1, 2],
            [0, 1, 2]], dtype=int32)
     """
+    check_out_sharding("broadcasted_iota", out_sharding)
     shape = tuple(int(d) for d in shape)
     return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
-                       dimension=_canonicalize_axis(int(dimension), len(shape)))
+                       dimension=_canonicalize_axis(int(dimension), len(shape)), sharding=None)
 
 
 @iota_p.def_abstract_eval
-def _iota_abstract_eval(*, dtype, shape, dimension) -> ShapedArray:
+def _iota_abstract_eval(*, dtype, shape, dimension, sharding) -> ShapedArray:
     aval = ShapedArray(shape, dtype)
     check_dtypes("iota", NUMBER, aval)
     if not 0 <= dimension < len(shape) or any(d < 0 for d in shape):
@@ -862,7 +876,7 @@ def _iota_abstract_eval(*, dtype, shape, dimension) -> ShapedArray:
     return aval
 
 
-register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: [
+register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension, sharding: [
     hlo.iota(aval_to_ir_type(ctx.avals_out[0]), dimension)])
 
 # --- split --------------------------------------------------------------------
@@ -909,3 +923,88 @@ ad.deflinear2(split_p, lambda cts, x, *, sizes, axis: [
     concatenate([ad.instantiate_zeros(ct) for ct in cts], axis)])
 batching.primitive_batchers[split_p] = _split_batch
 register_lowering(split_p, _split_lowering)
+
+
+# --- shape arithmetic and conveniences ------------------------------------------
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The NumPy broadcast of `shapes` (trailing axes aligned, sizes 1 stretch).
+
+    >>> broadcast_shapes((2, 1), (3,))
+    (2, 3)
+    """
+    shapes = [tuple(int(d) for d in s) for s in shapes]
+    if not shapes:
+        return ()
+    rank = max(len(s) for s in shapes)
+    out = []
+    for sizes in zip(*[(1,) * (rank - len(s)) + s for s in shapes]):
+        bigger = {d for d in sizes if d != 1}
+        if len(bigger) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}")
+        out.append(bigger.pop() if bigger else 1)
+    return tuple(out)
+
+
+def broadcast_to_rank(x: Any, rank: int) -> Any:
+    """`x` with leading axes of size 1 added up to rank `rank`.
+
+    >>> broadcast_to_rank(np.float32([1, 2]), 3).shape
+    (1, 1, 2)
+    """
+    ndim = aval_of(x).ndim
+    if ndim == rank:
+        return x if _is_lamella_value(x) else convert_element_type(x, aval_of(x).dtype,
+                                                                    aval_of(x).weak_type)
+    return broadcast(x, (1,) * (rank - ndim))
+
+
+def broadcast_like(arr: Any, like_arr: Any) -> Any:
+    """`arr` broadcast (NumPy style, trailing axes aligned) to the shape of `like_arr`.
+
+    >>> broadcast_like(np.float32([1, 2]), np.zeros((3, 2), np.float32)).shape
+    (3, 2)
+    """
+    shape, target = aval_of(arr).shape, aval_of(like_arr).shape
+    if len(shape) > len(target):
+        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: "
+                         f"arr_shape={shape} shape={target}")
+    if broadcast_shapes(shape, target) != target:
+        raise ValueError(f"Incompatible shapes for broadcasting: {shape} to {target}")
+    lead = len(target) - len(shape)
+    kept = tuple(i for i, d in enumerate(shape) if d == target[lead + i])
+    squeezed = reshape(arr, tuple(shape[i] for i in kept)) if len(kept) < len(shape) else arr
+    return broadcast_in_dim(squeezed, target, tuple(lead + i for i in kept))
+
+
+def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = None) -> Any:
+    """`operand` with axes `start_dimension` up to (not including) `stop_dimension`
+    (default: the last) merged into one.
+
+    >>> collapse(np.zeros((2, 3, 4), np.float32), 1).shape
+    (2, 12)
+    """
+    shape = aval_of(operand).shape
+    lo = _canonicalize_axis(start_dimension, len(shape))
+    hi = len(shape) if stop_dimension is None else (
+        stop_dimension + len(shape) if stop_dimension < 0 else stop_dimension)
+    if not lo <= hi <= len(shape):
+        raise ValueError(f"collapse: dimensions [{start_dimension}, {stop_dimension}) are "
+                         f"not a range of the axes of shape {shape}")
+    size = 1
+    for d in shape[lo:hi]:
+        size *= d
+    return reshape(operand, shape[:lo] + (size,) + shape[hi:])
+
+
+def shape_as_value(shape: Sequence[int]) -> Any:
+    """The sizes of `shape` as an int32 array (a constant).
+
+    >>> shape_as_value((2, 3))
+    Array([2, 3], dtype=int32)
+    """
+    if not shape:
+        return full((0,), 0, np.int32)
+    return concatenate([broadcast_in_dim(convert_element_type(int(d), np.int32), (1,), ())
+                        for d in shape], 0)

@@ -28,8 +28,17 @@ from lamella.core.trace import aval_of
 from lamella.lax.contraction import dot_general
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.logical import eq
-from lamella.lax.lowering import aval_to_ir_type, chlo, constant, hlo, ir, register_lowering
-from lamella.lax.shapes import broadcasted_iota, expand_dims
+from lamella.lax.lowering import (
+    aval_to_ir_type,
+    chlo,
+    constant,
+    hlo,
+    ir,
+    lower_fun,
+    register_lowering,
+)
+from lamella.lax.runtime import approx_top_k_output_size
+from lamella.lax.shapes import broadcasted_iota, expand_dims, slice_in_dim, transpose
 from lamella.lax.standard import (
     BOOL,
     COMPLEX,
@@ -41,7 +50,8 @@ from lamella.lax.standard import (
     standard_primitive,
 )
 
-__all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]
+__all__ = ["approx_max_k", "approx_min_k", "approx_top_k_p", "sort", "sort_key_val", "sort_p",
+           "top_k", "top_k_p"]
 
 _SORTABLE = (BOOL, SINT, UINT, FLOAT, COMPLEX)
 
@@ -226,59 +236,186 @@ register_lowering(sort_p, _sort_lowering)
 top_k_p = standard_primitive("top_k", multiple_results=True)
 
 
-def top_k(operand: Any, k: int) -> tuple[Any, Any]:
-    """The `k` largest entries along the last axis, in descending order, and their
-    int32 indices (the lower index first among equal values; NaN counts as largest).
+def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
+    """The `k` largest entries along `axis` (default the last), in descending order,
+    and their int32 indices (the lower index first among equal values; NaN counts
+    as largest).
 
     >>> import numpy as np
     >>> top_k(np.array([1., 5., 3., 5.], np.float32), 2)
     (Array([5., 5.], dtype=float32), Array([1, 3], dtype=int32))
+    >>> top_k(np.array([[1., 5.], [3., 2.]], np.float32), 1, axis=0)[1]
+    Array([[1, 0]], dtype=int32)
     """
-    return tuple(top_k_p.bind(operand, k=int(k)))
+    ndim = aval_of(operand).ndim
+    if ndim < 1:
+        raise TypeError("top_k: operand must have at least one dimension, got a scalar")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"top_k: axis {axis} is out of bounds for an operand of rank {ndim}")
+    return tuple(top_k_p.bind(operand, k=int(k), axis=axis % ndim))
 
 
 @top_k_p.def_abstract_eval
-def _top_k_abstract_eval(x: ShapedArray, *, k):
+def _top_k_abstract_eval(x: ShapedArray, *, k, axis):
     check_dtypes("top_k", (BOOL, SINT, UINT, FLOAT), x)
-    if x.ndim < 1:
-        raise TypeError("top_k: operand must have at least one dimension, got a scalar")
-    if not 0 <= k <= x.shape[-1]:
-        raise ValueError(f"top_k: k={k} must be between 0 and the size of the last axis "
-                         f"({x.shape[-1]}) of the operand of shape {x.shape}")
-    shape = (*x.shape[:-1], k)
+    if not 0 <= k <= x.shape[axis]:
+        raise ValueError(f"top_k: k={k} must be between 0 and the size of axis {axis} "
+                         f"({x.shape[axis]}) of the operand of shape {x.shape}")
+    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
     return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.dtype(np.int32))]
 
 
-def _top_k_jvp(primals, tangents, *, k):
-    (x,), (t,) = primals, tangents
-    values, indices = top_k_p.bind(x, k=k)
-    if type(t) is ad.Zero:
-        return [values, indices], [ad.Zero.from_primal_value(values),
-                                   ad.Zero.from_primal_value(indices)]
-    shape = aval_of(x).shape
-    ndim = len(shape)
-    # one_hot[..., j, i] = (indices[..., j] == i); contracting it with t over i picks
-    # t[..., indices[..., j]], a linear map of t with an obvious transpose.
+def _pick(t, indices, axis: int):
+    """`t` at `indices` along `axis` (a linear map of t with an obvious transpose):
+    contracting one_hot[..., j, i] = (indices[..., j] == i) with t over i."""
+    ndim = aval_of(t).ndim
+    last = ndim - 1
+    if axis != last:
+        swap = tuple(range(axis)) + tuple(range(axis + 1, ndim)) + (axis,)
+        back = tuple(np.argsort(swap))
+        return transpose(_pick(transpose(t, swap), transpose(indices, swap), last), back)
+    shape, k = aval_of(t).shape, aval_of(indices).shape[-1]
     one_hot = eq(expand_dims(indices, (ndim,)),
                  broadcasted_iota(np.int32, (*shape[:-1], k, shape[-1]), ndim))
     one_hot = convert_element_type(one_hot, aval_of(t).dtype)
     batch = tuple(range(ndim - 1))
-    picked = dot_general(one_hot, t, (((ndim,), (ndim - 1,)), (batch, batch)),
-                         precision="highest")
-    return [values, indices], [picked, ad.Zero.from_primal_value(indices)]
+    return dot_general(one_hot, t, (((ndim,), (ndim - 1,)), (batch, batch)),
+                       precision="highest")
 
 
-def _top_k_batch(args, dims, *, k):
+def _top_k_jvp(primals, tangents, *, k, axis):
+    (x,), (t,) = primals, tangents
+    values, indices = top_k_p.bind(x, k=k, axis=axis)
+    if type(t) is ad.Zero:
+        return [values, indices], [ad.Zero.from_primal_value(values),
+                                   ad.Zero.from_primal_value(indices)]
+    return [values, indices], [_pick(t, indices, axis), ad.Zero.from_primal_value(indices)]
+
+
+def _top_k_batch(args, dims, *, k, axis):
     (x,), (d,) = args, dims
-    if d == aval_of(x).ndim - 1:
-        x, d = batching.moveaxis(x, d, 0), 0
-    return top_k_p.bind(x, k=k), [d, d]
+    return top_k_p.bind(x, k=k, axis=axis + (d <= axis)), [d, d]
 
 
-def _top_k_lowering(ctx, x, *, k):
-    return list(chlo.top_k(x, k, results=[aval_to_ir_type(a) for a in ctx.avals_out]))
+def _top_k_lowering(ctx, x, *, k, axis):
+    aval = ctx.avals_in[0]
+    last = aval.ndim - 1
+    if axis == last:
+        return list(chlo.top_k(x, k, results=[aval_to_ir_type(a) for a in ctx.avals_out]))
+    swap = [*range(axis), *range(axis + 1, aval.ndim), axis]
+    back = [int(i) for i in np.argsort(swap)]
+    moved = [a.update(shape=tuple(a.shape[i] for i in swap)) for a in ctx.avals_out]
+    outs = chlo.top_k(hlo.transpose(x, swap), k, results=[aval_to_ir_type(a) for a in moved])
+    return [hlo.transpose(o, back) for o in outs]
 
 
 ad.primitive_jvps[top_k_p] = _top_k_jvp
 batching.primitive_batchers[top_k_p] = _top_k_batch
 register_lowering(top_k_p, _top_k_lowering)
+
+
+# --- approx_max_k, approx_min_k -------------------------------------------------------
+
+approx_top_k_p = standard_primitive("approx_top_k", multiple_results=True)
+
+
+def approx_max_k(operand: Any, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> tuple[Any, Any]:
+    """The `k` largest entries along `reduction_dimension` and their indices, as XLA's
+    approximate top-k. On CPU it is exact (sort and slice), so `recall_target` is met
+    with recall 1. With `aggregate_to_topk=False` the result keeps the longer prefix
+    of the sorted entries that an approximate pass would have produced.
+
+    >>> import numpy as np
+    >>> approx_max_k(np.float32([3, 1, 4, 1, 5]), 2)
+    (Array([5., 4.], dtype=float32), Array([4, 2], dtype=int32))
+    """
+    return _approx_top_k(operand, k, reduction_dimension, recall_target, True,
+                         reduction_input_size_override, aggregate_to_topk)
+
+
+def approx_min_k(operand: Any, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> tuple[Any, Any]:
+    """The `k` smallest entries along `reduction_dimension` and their indices (see
+    `approx_max_k`; NaN counts as largest, so it comes last).
+
+    >>> import numpy as np
+    >>> approx_min_k(np.float32([3, 1, 4, 1, 5]), 2)
+    (Array([1., 1.], dtype=float32), Array([1, 3], dtype=int32))
+    """
+    return _approx_top_k(operand, k, reduction_dimension, recall_target, False,
+                         reduction_input_size_override, aggregate_to_topk)
+
+
+def _approx_top_k(operand, k, reduction_dimension, recall_target, is_max_k,
+                  reduction_input_size_override, aggregate_to_topk):
+    return tuple(approx_top_k_p.bind(
+        operand, k=int(k), reduction_dimension=int(reduction_dimension),
+        recall_target=float(recall_target), is_max_k=bool(is_max_k),
+        reduction_input_size_override=int(reduction_input_size_override),
+        aggregate_to_topk=bool(aggregate_to_topk)))
+
+
+def _approx_size(x: ShapedArray, k, reduction_dimension, recall_target,
+                 reduction_input_size_override, aggregate_to_topk) -> int:
+    if aggregate_to_topk:
+        return k
+    return approx_top_k_output_size(x.shape[reduction_dimension], x.ndim, k, recall_target,
+                                    False, reduction_input_size_override)
+
+
+@approx_top_k_p.def_abstract_eval
+def _approx_top_k_abstract_eval(x: ShapedArray, *, k, reduction_dimension, recall_target,
+                                is_max_k, reduction_input_size_override, aggregate_to_topk):
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    if x.ndim == 0:
+        raise TypeError(f"approx_top_k operand must have >= 1 dimension, got {x.shape}")
+    if not -x.ndim <= reduction_dimension < x.ndim:
+        raise ValueError(f"reduction_dimension {reduction_dimension} is out of bounds for "
+                         f"an operand of rank {x.ndim}")
+    if x.shape[reduction_dimension] < k:
+        raise ValueError(f"k must be smaller than the size of reduction_dim "
+                         f"{x.shape[reduction_dimension]}, got {k}")
+    if category(x.dtype) != FLOAT:
+        raise ValueError(f"operand must be a floating type, got {x.dtype.name}")
+    shape = list(x.shape)
+    shape[reduction_dimension] = _approx_size(x, k, reduction_dimension, recall_target,
+                                              reduction_input_size_override, aggregate_to_topk)
+    return [x.update(shape=tuple(shape)), ShapedArray(tuple(shape), np.dtype(np.int32))]
+
+
+def _approx_top_k_exact(x, *, k, reduction_dimension, recall_target, is_max_k,
+                        reduction_input_size_override, aggregate_to_topk):
+    aval = aval_of(x)
+    axis = reduction_dimension % aval.ndim
+    size = _approx_size(aval, k, reduction_dimension, recall_target,
+                        reduction_input_size_override, aggregate_to_topk)
+    if is_max_k:
+        return list(top_k(x, size, axis=axis))
+    positions = broadcasted_iota(np.int32, aval.shape, axis)
+    values, indices = sort((x, positions), dimension=axis, is_stable=True, num_keys=1)
+    return [slice_in_dim(values, 0, size, axis=axis), slice_in_dim(indices, 0, size, axis=axis)]
+
+
+def _approx_top_k_jvp(primals, tangents, **params):
+    (x,), (t,) = primals, tangents
+    values, indices = approx_top_k_p.bind(x, **params)
+    if type(t) is ad.Zero:
+        return [values, indices], [ad.Zero.from_primal_value(values),
+                                   ad.Zero.from_primal_value(indices)]
+    axis = params["reduction_dimension"] % aval_of(x).ndim
+    return [values, indices], [_pick(t, indices, axis), ad.Zero.from_primal_value(indices)]
+
+
+def _approx_top_k_batch(args, dims, *, reduction_dimension, **params):
+    (x,), (d,) = args, dims
+    axis = reduction_dimension % (aval_of(x).ndim - 1)
+    return approx_top_k_p.bind(x, reduction_dimension=axis + (d <= axis), **params), [d, d]
+
+
+ad.primitive_jvps[approx_top_k_p] = _approx_top_k_jvp
+batching.primitive_batchers[approx_top_k_p] = _approx_top_k_batch
+register_lowering(approx_top_k_p, lower_fun(_approx_top_k_exact))

@@ -62,12 +62,33 @@ from lamella.lax.standard import (
 )
 
 __all__ = ["reduce_window", "reduce_window_max_p", "reduce_window_min_p", "reduce_window_p",
-           "reduce_window_sum_p", "select_and_gather_add", "select_and_gather_add_p",
-           "select_and_scatter_add", "select_and_scatter_add_p"]
+           "reduce_window_shape_tuple", "reduce_window_sum_p", "select_and_gather_add",
+           "select_and_gather_add_p", "select_and_scatter_add", "select_and_scatter_add_p",
+           "select_and_scatter_p"]
 
 
 def _dilate(sizes: Sequence[int], dilation: Sequence[int]) -> tuple[int, ...]:
     return tuple(0 if s == 0 else 1 + d * (s - 1) for s, d in zip(sizes, dilation))
+
+
+def reduce_window_shape_tuple(operand_shape: Sequence[int], window_dimensions: Sequence[int],
+                              window_strides: Sequence[int], padding: Sequence[tuple[int, int]],
+                              base_dilation: Sequence[int] | None = None,
+                              window_dilation: Sequence[int] | None = None) -> tuple[int, ...]:
+    """The shape `reduce_window` gives, for explicit (low, high) `padding` pairs.
+
+    >>> reduce_window_shape_tuple((4, 5), (2, 2), (2, 1), [(0, 0), (1, 0)])
+    (2, 5)
+    """
+    shape = [int(d) for d in operand_shape]
+    window = [int(d) for d in window_dimensions]
+    if base_dilation is not None:
+        shape = [0 if d == 0 else 1 + b * (d - 1) for d, b in zip(shape, base_dilation)]
+    if window_dilation is not None:
+        window = [0 if w == 0 else 1 + r * (w - 1) for w, r in zip(window, window_dilation)]
+    padded = [d + lo + hi for d, (lo, hi) in zip(shape, padding)]
+    return tuple(0 if p < w else (p - w) // s + 1
+                 for p, w, s in zip(padded, window, window_strides))
 
 
 def _window_params(name: str, shape: tuple[int, ...], window_dimensions, window_strides,
@@ -223,13 +244,15 @@ _MONOID_WINDOWS = {reduce_sum_p: reduce_window_sum_p, reduce_max_p: reduce_windo
 
 
 def reduce_window(operand: Any, init_value: Any, computation: Callable,
-                  window_dimensions: Sequence[int], window_strides: Sequence[int],
-                  padding: Any, base_dilation: Sequence[int] | None = None,
+                  window_dimensions: Sequence[int],
+                  window_strides: Sequence[int] | None = None, padding: Any = "VALID",
+                  base_dilation: Sequence[int] | None = None,
                   window_dilation: Sequence[int] | None = None) -> Any:
     """Reduces each window of `operand` with `computation(accumulated, element)`.
 
-    `padding` is 'VALID', 'SAME', 'SAME_LOWER' or one (low, high) pair per
-    axis; padded positions hold `init_value`. `operand` and `init_value` may be
+    `window_strides` default to 1. `padding` is 'VALID' (the default), 'SAME',
+    'SAME_LOWER' or one (low, high) pair per axis; padded positions hold
+    `init_value`. `operand` and `init_value` may be
     matching pytrees (several arrays reduced together). An add, max or min with
     its identity as init value (0, -inf, +inf) becomes reduce_window_sum_p,
     reduce_window_max_p or reduce_window_min_p, which are differentiable.
@@ -488,3 +511,42 @@ ad.primitive_jvps[select_and_scatter_add_p] = _linear_in_first(select_and_scatte
 ad.primitive_transposes[select_and_scatter_add_p] = _select_and_scatter_add_transpose
 batching.primitive_batchers[select_and_scatter_add_p] = _batch_pair(select_and_scatter_add_p)
 register_lowering(select_and_scatter_add_p, _select_and_scatter_add_lowering)
+
+
+# --- select_and_scatter: the general form, with select and scatter computations -------
+# A primitive only, as in JAX (it has no public wrapper): operand, source and a scalar
+# init_value; `select_jaxpr` picks within each window of the operand, `scatter_jaxpr`
+# combines the source entries landing on one position (with init_value elsewhere).
+select_and_scatter_p = standard_primitive("select_and_scatter")
+
+
+@select_and_scatter_p.def_abstract_eval
+def _select_and_scatter_abstract_eval(x: ShapedArray, source: ShapedArray,
+                                      init_value: ShapedArray, *, select_jaxpr,
+                                      select_consts, scatter_jaxpr, scatter_consts,
+                                      window_dimensions, window_strides, padding):
+    if len(window_dimensions) != len(window_strides):
+        raise TypeError(f"select_and_scatter got inconsistent window_strides and "
+                        f"window_dimensions: got window_strides {window_strides} and "
+                        f"window_dimensions {window_dimensions}.")
+    return source.update(shape=x.shape)
+
+
+def _select_and_scatter_lowering(ctx, x, source, init_value, *, select_jaxpr, select_consts,
+                                 scatter_jaxpr, scatter_consts, window_dimensions,
+                                 window_strides, padding):
+    op = hlo.SelectAndScatterOp(aval_to_ir_type(ctx.avals_out[0]), x, source, init_value,
+                                window_dimensions=list(window_dimensions),
+                                **_attrs(window_dimensions, window_strides, padding))
+    for region, jaxpr, consts, dtype in (
+            (op.select, select_jaxpr, select_consts, ctx.avals_in[0].dtype),
+            (op.scatter, scatter_jaxpr, scatter_consts, ctx.avals_in[1].dtype)):
+        block = region.blocks.append(_scalar_type(dtype), _scalar_type(dtype))
+        with ir.InsertionPoint(block):
+            hlo.return_(lower_jaxpr(ctx.module_context, jaxpr,
+                                    [constant(np.asarray(c)) for c in consts],
+                                    list(block.arguments)))
+    return [op.result]
+
+
+register_lowering(select_and_scatter_p, _select_and_scatter_lowering)

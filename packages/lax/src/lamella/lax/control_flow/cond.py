@@ -63,7 +63,21 @@ __all__ = ["cond", "cond_p", "switch"]
 # The user-facing operators.
 
 
-def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
+# The default of `operand=`: the old keyword form `cond(pred, f, g, operand=x)`.
+_no_operand_sentinel = object()
+
+
+def _keyword_operand(operands: tuple, operand: Any) -> tuple:
+    if operand is _no_operand_sentinel:
+        return operands
+    if operands:
+        raise TypeError(f"if 'operand' keyword is passed then no positional operands can be "
+                        f"passed, got operand={operand!r} and positional operands {operands}")
+    return (operand,)
+
+
+def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any,
+         operand: Any = _no_operand_sentinel) -> Any:
     """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, decided at run time.
 
     Both branches are traced (once each) and must return the same pytree
@@ -75,6 +89,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
       true_fun, false_fun: functions of `*operands` returning the same pytree
         structure, shapes and dtypes.
       *operands: the arguments passed to the chosen branch.
+      operand: the older keyword form of a single operand (not with `*operands`).
 
     Returns:
       The chosen branch's output.
@@ -86,6 +101,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     >>> cond(False, sin, neg, np.float32(0.5))
     Array(-0.5, dtype=float32)
     """
+    operands = _keyword_operand(operands, operand)
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable, got "
                         f"{type(true_fun).__name__} and {type(false_fun).__name__}.")
@@ -104,7 +120,8 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
                           labels=("true_fun", "false_fun"), reverse=True)
 
 
-def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
+def switch(index: Any, branches: Sequence[Callable], *operands: Any,
+           operand: Any = _no_operand_sentinel) -> Any:
     """`branches[index](*operands)`, decided at run time; `index` is clamped into range.
 
     All branches are traced (once each) and must return the same pytree
@@ -115,6 +132,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
       branches: functions of `*operands` returning the same pytree structure,
         shapes and dtypes.
       *operands: the arguments passed to the chosen branch.
+      operand: the older keyword form of a single operand (not with `*operands`).
 
     Returns:
       The chosen branch's output.
@@ -126,6 +144,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     >>> switch(-7, [sin, cos, neg], np.float32(0.0))  # clamped to branch 0
     Array(0., dtype=float32)
     """
+    operands = _keyword_operand(operands, operand)
     branches = tuple(branches)
     if not branches:
         raise ValueError("lax.switch: empty branch sequence; pass at least one function.")
