@@ -32,6 +32,18 @@ def test_ravel_pytree_round_trips_with_dtypes_and_shapes():
         unravel(lnp.ones(8, lnp.int32))
 
 
+def test_ravel_pytree_of_one_dtype_as_jax():
+    # JAX 0.10.2: one dtype among the leaves, so unravel takes any dtype and keeps it;
+    # Python scalars of one kind stay weakly typed.
+    _, unravel = ravel_pytree([np.ones(2, np.float32)])
+    assert unravel(np.ones(2, np.float16))[0].dtype == np.float16
+    flat, unravel = ravel_pytree([1.0, 2.0])
+    assert flat.weak_type and all(leaf.weak_type for leaf in unravel(flat))
+    flat, unravel = ravel_pytree([1, 2.0])
+    assert [(v.dtype, v.weak_type) for v in unravel(flat)] == [(np.int32, False),
+                                                                (np.float32, False)]
+
+
 def test_ravel_pytree_under_transformations():
     tree = {"w": np.float32([[1, 2], [3, 4]]), "b": np.float32([0.5])}
     grads = lc.grad(lambda t: (ravel_pytree(t)[0] ** 2).sum())(tree)

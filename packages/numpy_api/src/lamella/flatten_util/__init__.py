@@ -33,8 +33,10 @@ def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
     array `flat` (of the leaves' promoted dtype), and `unravel`, which splits a vector
     like `flat` back into the pytree, each leaf with its own shape and dtype.
 
-    Works under jit, grad and vmap; `unravel` refuses a vector of another length
-    (ValueError) or dtype (TypeError), as JAX's does.
+    Works under jit, grad and vmap. As in JAX, `unravel` refuses a vector of another
+    length (ValueError); when the leaves' dtypes differ it also refuses another dtype
+    (TypeError), and when they all share one dtype its leaves take the vector's dtype
+    (and weak type: Python-scalar leaves stay weakly typed).
 
     >>> import lamella.numpy as lnp
     >>> flat, unravel = ravel_pytree((lnp.arange(2), 0.5))
@@ -90,13 +92,15 @@ class _UnravelLeaves:
         if aval_of(flat).shape != (total,):
             raise ValueError(f"unravel: the vector must have shape ({total},), the total size "
                              f"of the pytree's leaves; got shape {aval_of(flat).shape}")
-        if aval_of(flat).dtype != self.dtype:
+        # One dtype among the leaves: nothing to convert back, so any dtype is taken.
+        mixed = len(set(self.dtypes)) > 1
+        if mixed and aval_of(flat).dtype != self.dtype:
             raise TypeError(f"unravel function given array of dtype {aval_of(flat).dtype}, "
                             f"but expected dtype {self.dtype}")
         leaves, start = [], 0
         for shape, dtype, size in zip(self.shapes, self.dtypes, self.sizes):
-            piece = lax.slice_in_dim(flat, start, start + size)
-            leaves.append(lax.convert_element_type(lax.reshape(piece, shape), dtype))
+            leaf = lax.reshape(lax.slice_in_dim(flat, start, start + size), shape)
+            leaves.append(lax.convert_element_type(leaf, dtype) if mixed else leaf)
             start += size
         return leaves
 
@@ -107,7 +111,9 @@ def _ravel_leaves(leaves: list[Any]) -> tuple[Any, _UnravelLeaves]:
     # The dtypes (not the values) promote: a Python scalar leaf counts as its default type.
     dtype = lnp.result_type(*dtypes) if dtypes else lnp.zeros(0).dtype
     shapes = [aval_of(a).shape for a in arrays]
-    pieces = [lax.reshape(lax.convert_element_type(a, dtype), (math.prod(s),))
+    # Leaves of one dtype keep their weak type (all weak: a weak vector), as in JAX.
+    pieces = [lax.reshape(a if len(set(dtypes)) == 1 else lax.convert_element_type(a, dtype),
+                          (math.prod(s),))
               for a, s in zip(arrays, shapes)]
     flat = lax.concatenate(pieces, 0) if pieces else lax.full((0,), 0, dtype)
     return flat, _UnravelLeaves(dtype, shapes, dtypes)
