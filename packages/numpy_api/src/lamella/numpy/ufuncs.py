@@ -102,6 +102,29 @@ def _promote_and_broadcast(name: str, *args: Any, kind: str = "all") -> list[Any
     return _broadcast(name, *_PROMOTERS[kind](*args))
 
 
+def _promote_and_align(name: str, *args: Any, kind: str = "all") -> list[Any]:
+    """`args` promoted together and brought to one rank, as JAX's binary ufuncs do:
+    lax's elementwise primitives broadcast rank-0 and size-1 operands themselves,
+    so scalars stay scalars (staged as `mul a 2.0:f32[]`) and a lower-rank operand
+    only gains leading axes of size 1."""
+    if _already_promoted(args, kind):
+        return list(args)
+    for a in args:
+        if a is None or isinstance(a, str):
+            raise TypeError(f"{name}: expected array-like arguments, got {type(a).__name__}")
+    args = _PROMOTERS[kind](*args)
+    shapes = [aval_of(x).shape for x in args]
+    if len({len(s) for s in shapes if s}) < 2:
+        if len({len(s) for s in shapes}) > 1:
+            _broadcast_shapes(shapes)  # the error names incompatible shapes
+        return list(args)
+    _check_rank_promotion(name, shapes)
+    rank = len(_broadcast_shapes(shapes))
+    return [x if len(s) == rank else lax.broadcast_in_dim(
+        x, (1,) * (rank - len(s)) + s, tuple(range(rank - len(s), rank)))
+        for x, s in zip(args, shapes)]
+
+
 def _already_promoted(args: tuple[Any, ...], kind: str) -> bool:
     # The common eager case, arrays of one shape, dtype and weak type, skips the
     # promotion lattice and broadcasting: this is most of a small op's overhead.
@@ -173,13 +196,13 @@ def add(x1: Any, x2: Any, /) -> Any:
     >>> add(np.int32([1, 2]), 3)
     Array([4, 5], dtype=int32)
     """
-    x1, x2 = _promote_and_broadcast("add", x1, x2)
+    x1, x2 = _promote_and_align("add", x1, x2)
     return lax.bitwise_or(x1, x2) if dtype_of(x1) == np.bool_ else lax.add(x1, x2)
 
 
 def subtract(x1: Any, x2: Any, /) -> Any:
     """Elementwise x1 - x2."""
-    x1, x2 = _promote_and_broadcast("subtract", x1, x2)
+    x1, x2 = _promote_and_align("subtract", x1, x2)
     if dtype_of(x1) == np.bool_:
         raise TypeError("subtract is not defined for booleans; use logical_xor")
     return lax.sub(x1, x2)
@@ -187,7 +210,7 @@ def subtract(x1: Any, x2: Any, /) -> Any:
 
 def multiply(x1: Any, x2: Any, /) -> Any:
     """Elementwise x1 * x2 (logical and for bools)."""
-    x1, x2 = _promote_and_broadcast("multiply", x1, x2)
+    x1, x2 = _promote_and_align("multiply", x1, x2)
     return lax.bitwise_and(x1, x2) if dtype_of(x1) == np.bool_ else lax.mul(x1, x2)
 
 
@@ -197,7 +220,7 @@ def true_divide(x1: Any, x2: Any, /) -> Any:
     >>> true_divide(np.int32([1, 3]), 2)
     Array([0.5, 1.5], dtype=float32)
     """
-    x1, x2 = _promote_and_broadcast("true_divide", x1, x2, kind="inexact")
+    x1, x2 = _promote_and_align("true_divide", x1, x2, kind="inexact")
     return lax.div(x1, x2)
 
 
@@ -568,13 +591,13 @@ def sinc(x: Any, /) -> Any:
 # --- extrema ---------------------------------------------------------------------------
 def maximum(x1: Any, x2: Any, /) -> Any:
     """Elementwise maximum, propagating NaNs."""
-    x1, x2 = _promote_and_broadcast("maximum", x1, x2)
+    x1, x2 = _promote_and_align("maximum", x1, x2)
     return lax.max(x1, x2)
 
 
 def minimum(x1: Any, x2: Any, /) -> Any:
     """Elementwise minimum, propagating NaNs."""
-    x1, x2 = _promote_and_broadcast("minimum", x1, x2)
+    x1, x2 = _promote_and_align("minimum", x1, x2)
     return lax.min(x1, x2)
 
 
@@ -880,7 +903,7 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
 # --- comparisons and logic ---------------------------------------------------------------
 def _comparison(name: str, fn: Callable[[Any, Any], Any], doc: str) -> Callable[[Any, Any], Any]:
     def compare(x: Any, y: Any, /) -> Any:
-        x, y = _promote_and_broadcast(name, x, y)
+        x, y = _promote_and_align(name, x, y)
         return _strong(fn(x, y))
     compare.__name__ = compare.__qualname__ = name
     compare.__doc__ = doc
