@@ -24,13 +24,12 @@ from typing import Any
 import ml_dtypes
 
 import numpy as np
-from lamella.core import device_put
+from lamella.core import device_put, enable_x64
 from lamella.core import dtypes as core_dtypes
 from lamella.core.dtypes import (
     TypePromotionError,
     _dtype_and_weak_type,
     _raw_dtype,
-    promote_types,
     result_type,
 )
 from lamella.core.source_info import user_frame
@@ -54,6 +53,31 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
     (True, False)
     """
     return core_dtypes.issubdtype(arg1, arg2)
+
+
+def _is_narrow(t: Any) -> bool:
+    """A dtype that canonicalization leaves alone (not a Python type, not 64-bit)."""
+    if t in (int, float, complex):
+        return False
+    dt = np.dtype(t)
+    return core_dtypes.canonicalize_dtype(dt) == dt
+
+
+def promote_types(a: Any, b: Any) -> np.dtype:
+    """The least upper bound of two dtypes in JAX's lattice (Python's int, float and
+    complex types count as weak). As jax.numpy's, it is not canonicalized when an
+    argument is 64-bit or a Python type (`float` alone stands for float64); a result
+    that climbs to 64 bits from narrower dtypes (uint32 with a signed type) is.
+
+    >>> promote_types(np.float32, np.float64), promote_types(float, np.float16)
+    (dtype('float64'), dtype('float16'))
+    >>> promote_types(np.uint32, np.int8), promote_types(float, float)
+    (dtype('int32'), dtype('float64'))
+    """
+    if not (_is_narrow(a) and _is_narrow(b)):
+        with enable_x64(True):  # canonicalizing under x64 changes nothing
+            return core_dtypes.promote_types(a, b)
+    return core_dtypes.promote_types(a, b)
 
 
 # As in jax.numpy: NumPy's dtype class, and ml_dtypes' machine-limit classes (which know
