@@ -35,6 +35,7 @@ from lamella.core.source_info import user_stacklevel
 from lamella.core.trace import Tracer, aval_of
 from lamella.core.tree_util import register_pytree_node
 from lamella.lax import random_bits as rb
+from lamella.numpy import dtypes as np_dtypes
 from lamella.numpy.placement import check_out_sharding
 from lamella.numpy.util import asarray_internal, is_arraylike
 
@@ -426,10 +427,10 @@ def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None,
     """
     check_out_sharding("bits", out_sharding)
     words, _ = _single_key("bits", key)
-    dtype = np.dtype(np.uint32 if dtype is None else dtype)
-    if dtype not in _UNSIGNED:
-        raise TypeError(f"bits: dtype must be an unsigned integer dtype, got {dtype.name}")
-    if core_dtypes.canonicalize_dtype(dtype) != dtype:
-        raise ValueError(f"bits: dtype {dtype.name} requires x64: enable it with "
-                         "lamella.core.config.update('enable_x64', True)")
+    if np.dtype(np.uint32 if dtype is None else dtype) not in _UNSIGNED:
+        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got "
+                         f"{np.dtype(dtype)}")
+    # Without x64, uint64 warns and becomes uint32, as in JAX (the same bits as uint32's).
+    dtype = (np.dtype(np.uint32) if dtype is None
+             else np_dtypes.canonicalize_user_dtype(dtype, "bits"))
     return _random_bits(words, _UNSIGNED[dtype], _canonical_shape("bits", shape))
