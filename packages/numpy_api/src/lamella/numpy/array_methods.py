@@ -27,10 +27,6 @@ from lamella.numpy.placement import copy_array
 from lamella.numpy.products import matmul
 
 
-def _forward(fn):
-    return lambda self, other: fn(self, other)
-
-
 def _reflected(fn):
     return lambda self, other: fn(other, self)
 
@@ -70,7 +66,13 @@ _DELEGATED = (
 
 
 def _numpy() -> Any:
-    return importlib.import_module("lamella.numpy")
+    global _lamella_numpy
+    if _lamella_numpy is None:  # an import per call costs a microsecond on every method
+        _lamella_numpy = importlib.import_module("lamella.numpy")
+    return _lamella_numpy
+
+
+_lamella_numpy = None
 
 
 def _delegate(name: str):
@@ -279,11 +281,12 @@ def numpy_methods() -> dict[str, Any]:
 def operator_methods() -> dict[str, Any]:
     """The dunder methods lamella.numpy gives Arrays and tracers."""
     methods: dict[str, Any] = {"__setitem__": _setitem, "__hash__": None}
+    # The functions themselves (no forwarding frame): `x * 2` is `multiply(x, 2)`.
     for name, fn in _BINARY.items():
-        methods[f"__{name}__"] = _forward(fn)
+        methods[f"__{name}__"] = fn
         methods[f"__r{name}__"] = _reflected(fn)
     for name, fn in _COMPARISONS.items():
-        methods[f"__{name}__"] = _forward(fn)
+        methods[f"__{name}__"] = fn
     for name, fn in _UNARY.items():
         methods[f"__{name}__"] = fn
     return methods

@@ -8,8 +8,10 @@ from lamella.core.trace import aval_of
 from lamella.lax import broadcast_in_dim, reshape
 from lamella.numpy.contractions import _Product
 from lamella.numpy.placement import check_out_sharding
+from lamella.numpy.util import eager_fast
 
 
+@eager_fast("precision", "preferred_element_type", "out_sharding")
 def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None,
            out_sharding: Any = None) -> Any:
     """NumPy's matmul: 1-D operands are promoted to matrices (and the added axis

@@ -33,7 +33,7 @@ from lamella.numpy.dtypes import (
     promote_dtypes_inexact,
     promote_dtypes_numeric,
 )
-from lamella.numpy.util import dtype_of
+from lamella.numpy.util import dtype_of, eager_fast
 
 __all__ = [
     "abs", "absolute", "add", "allclose", "angle", "arccos", "arccosh", "arcsin", "arcsinh",
@@ -351,8 +351,18 @@ def power(x1: Any, x2: Any, /) -> Any:
     Array([1.4142135, 0.5      ], dtype=float32)
     """
     if isinstance(x2, (int, np.integer)) and not isinstance(x2, (bool, np.bool_)):
-        (x1,) = _promote_and_broadcast("power", x1, kind="numeric")
-        return lax.integer_pow(x1, operator.index(x2))
+        return _integer_power(x1, operator.index(x2))
+    return _array_power(x1, x2)
+
+
+@eager_fast("exponent")
+def _integer_power(x1: Any, exponent: int) -> Any:
+    (x1,) = _promote_and_broadcast("power", x1, kind="numeric")
+    return lax.integer_pow(x1, exponent)
+
+
+@eager_fast()
+def _array_power(x1: Any, x2: Any) -> Any:
     x1, x2 = _promote_and_broadcast("power", x1, x2, kind="numeric")
     return _int_power(x1, x2) if _is_int(x1) else lax.pow(x1, x2)
 
@@ -1091,3 +1101,18 @@ def allclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
     """
     close = isclose(a, b, rtol, atol, equal_nan)
     return lax.reduce_and(close, tuple(range(len(aval_of(close).shape))))
+
+
+# --- the eager fast path ------------------------------------------------------------------
+# Each function runs eagerly as one cached jit (see `eager_fast`); the parameters
+# named here are Python values (static), the others operands. power dispatches
+# itself, on whether its exponent is a concrete integer.
+_STATIC_PARAMETERS = {
+    "round": ("decimals", "out"), "around": ("decimals", "out"),
+    "isclose": ("rtol", "atol", "equal_nan"), "allclose": ("rtol", "atol", "equal_nan"),
+    "nan_to_num": ("copy", "nan", "posinf", "neginf"), "angle": ("deg",),
+    "isposinf": ("out",), "isneginf": ("out",),
+}
+for _name in __all__:
+    if _name != "power":
+        globals()[_name] = eager_fast(*_STATIC_PARAMETERS.get(_name, ()))(globals()[_name])

@@ -18,9 +18,12 @@ from typing import Any
 import numpy as np
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
+from lamella.core import trace as _trace
+from lamella.core.config import config
 from lamella.core.errors import ConcretizationTypeError
 from lamella.core.jit import jit
-from lamella.core.trace import EvalTrace, Tracer, aval_of, current_trace
+from lamella.core.trace import Tracer, aval_of
+from lamella.lax import runtime
 from lamella.lax.conversion import convert_element_type
 from lamella.numpy.dtypes import _as_array, _canonical_and_weak, promote_dtypes
 
@@ -30,7 +33,8 @@ except ImportError:  # NumPy < 1.25
     from numpy import AxisError  # type: ignore[attr-defined,no-redef]
 
 __all__ = ["AxisError", "asarray_internal", "canonicalize_axis", "canonicalize_axes",
-           "check_arraylike", "checked_array", "concrete_int", "concrete_value", "eager_jit",
+           "check_arraylike", "checked_array", "concrete_int", "concrete_value", "eager_fast",
+           "eager_jit",
            "is_arraylike", "ndim", "shape", "size"]
 
 
@@ -161,7 +165,8 @@ def eager_jit(*static: str) -> Callable[[Callable], Callable]:
     `jit` (a single compiled dispatch instead of one per primitive, as jax.numpy
     does); under any transformation it runs inline, so jaxprs stay flat. `static`
     names the non-array parameters (axis, dtype, keepdims, ...); a call with an
-    unhashable one (an axis list) also runs inline.
+    unhashable one (an axis list) also runs inline. (`eager_fast` under its older
+    name; names `fun` lacks are ignored.)
 
     >>> @eager_jit("axis")
     ... def total(x, axis=None):
@@ -171,29 +176,124 @@ def eager_jit(*static: str) -> Callable[[Callable], Callable]:
     """
     def decorate(fun: Callable) -> Callable:
         params = inspect.signature(fun).parameters
-        names = tuple(n for n in static if n in params)
-        compiled = jit(fun, static_argnames=names)
-        positions = {n: i for i, n in enumerate(params)}
-        defaults = {n: params[n].default for n in names}
+        return eager_fast(*(n for n in static if n in params))(fun)
+    return decorate
+
+
+# --- the eager fast path -----------------------------------------------------------------
+# Operands jaxlib's C++ dispatcher signs exactly as the Python path types them: Arrays,
+# Python scalars (weak), None, and NumPy values of dtypes that need no narrowing.
+# Python ints outside int32 and 64-bit NumPy integers take the Python path, which
+# raises lamella's own overflow errors (C++ would raise its own, or wrap).
+_PLAIN_OPERANDS = {runtime.Array, float, bool, complex, type(None)}
+_HOST_DTYPES = frozenset(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32,
+    np.float16, np.float32, np.float64, np.complex64, np.complex128))
+_INT32_LOW, _INT32_END = -2**31, 2**31
+# Flags jaxlib keys its cache on per thread (the rest, overridden in a thread, take
+# the Python path there, so they never reach a cached program).
+_MIRRORED_FLAGS = frozenset({"enable_x64", "disable_jit", "transfer_guard_host_to_device",
+                             "transfer_guard_device_to_host",
+                             "transfer_guard_device_to_device"})
+_thread_flags = config._local
+_trace_state = _trace._state
+_eval_trace = _trace.eval_trace
+
+
+def _forget_compiled_calls(value: Any, local: bool) -> None:
+    # A process-wide change of a flag that shapes tracing must retrace: jaxlib's cache
+    # does not key on it, so its entries go (lamella's trace cache does key on it).
+    if not local:
+        runtime.clear_fast_path_caches()
+
+
+for _flag in config._traced:
+    if _flag not in _MIRRORED_FLAGS:
+        config.observe(_flag, _forget_compiled_calls)
+
+
+def _plain_operands(values: Any) -> bool:
+    for v in values:
+        kind = type(v)
+        if kind in _PLAIN_OPERANDS:
+            continue
+        if kind is int:
+            if _INT32_LOW <= v < _INT32_END:
+                continue
+            return False
+        if (kind is np.ndarray or isinstance(v, np.generic)) and v.dtype in _HOST_DTYPES:
+            continue
+        return False
+    return True
+
+
+def eager_operand_type(cls: type) -> None:
+    """Let values of `cls` (a pytree node over Arrays, such as typed PRNG keys) take
+    the eager fast path as operands."""
+    _PLAIN_OPERANDS.add(cls)
+
+
+def _plain_flags() -> bool:
+    # No per-thread override of a flag that jaxlib does not key on.
+    flags = _thread_flags.__dict__
+    return not flags or flags.keys() <= _MIRRORED_FLAGS
+
+
+def _plain_keywords(kwargs: dict, static: frozenset) -> bool:
+    for name, value in kwargs.items():
+        if name in static:
+            try:
+                hash(value)
+            except TypeError:
+                return False
+        elif not _plain_operands((value,)):
+            return False
+    return True
+
+
+def eager_fast(*static: str) -> Callable[[Callable], Callable]:
+    """Decorator: an eager call runs `fun` as one cached `jit`, through jaxlib's C++
+    dispatcher, so a repeated call costs an argument check and one execute (JAX's
+    jax.numpy functions are jitted the same way). Under a trace, or with operands
+    the C++ side would type differently (see `_plain_operands`), `fun` runs inline,
+    op by op. `static` names parameters passed as Python values (decimals,
+    equal_nan, ...); a call with an unhashable one runs inline.
+
+    >>> @eager_fast()
+    ... def double(x):
+    ...     return lax.mul(x, lax.full_like(x, 2))
+    >>> double(np.float32([1, 2]))
+    Array([2., 4.], dtype=float32)
+    """
+    def decorate(fun: Callable) -> Callable:
+        compiled = jit(fun, static_argnames=static) if static else jit(fun)
+        names = list(inspect.signature(fun).parameters)
+        positions = frozenset(names.index(n) for n in static)
+        first_static = min(positions, default=len(names))
+        static_names = frozenset(static)
 
         @functools.wraps(fun)
         def call(*args: Any, **kwargs: Any) -> Any:
-            if not isinstance(current_trace(), EvalTrace) or any(
-                    isinstance(a, Tracer) for a in (*args, *kwargs.values())):
-                return fun(*args, **kwargs)
-            for n in names:
-                if positions[n] < len(args):
-                    value = args[positions[n]]
+            if _trace_state.trace is _eval_trace and _plain_flags():
+                if len(args) <= first_static:
+                    plain = _plain_operands(args)
                 else:
-                    # Passed explicitly, static values keep jaxlib's C++ cache hit.
-                    value = kwargs.setdefault(n, defaults[n])
-                try:
-                    hash(value)
-                except TypeError:
-                    return fun(*args, **kwargs)
-            return compiled(*args, **kwargs)
+                    plain = _plain_operands(
+                        [a for i, a in enumerate(args) if i not in positions]) and _hashable(
+                        [a for i, a in enumerate(args) if i in positions])
+                if plain and (not kwargs or _plain_keywords(kwargs, static_names)):
+                    return compiled(*args, **kwargs)
+            return fun(*args, **kwargs)
         return call
     return decorate
+
+
+def _hashable(values: list) -> bool:
+    try:
+        hash(tuple(values))
+    except TypeError:
+        return False
+    return True
 
 
 def dtype_of(x: Any) -> np.dtype:
