@@ -1,8 +1,9 @@
 """lamella.scipy.linalg's decompositions against SciPy (float32, complex64, and
 float64 under enable_x64) on hypothesis inputs: cholesky, cho_factor/cho_solve,
 lu/lu_factor/lu_solve, qr (modes, pivoting)/qr_multiply, svd, schur, rsf2csf,
-eigh (standard and generalized), hessenberg; their derivatives (float64 central
-differences), vmap against loops, jit against eager, and bad input."""
+eigh (standard and generalized, eigenvalue subsets), hessenberg; their
+derivatives (float64 central differences), vmap against loops, jit against
+eager, and bad input."""
 
 import warnings
 
@@ -15,6 +16,7 @@ from linalg_checks import close, condition, matrix, x64
 
 import lamella.core as lc
 import lamella.numpy as lnp
+from lamella.core.test_util import numerical_jvp
 from lamella.lax.test_util import check_derivatives, check_vmap
 from lamella.scipy import linalg as la
 
@@ -162,7 +164,14 @@ def test_qr_derivatives_and_vmap():
     a = matrix(6, (4, 3), np.float64)
     check_derivatives(lc.jit(lambda a: la.qr(a, mode="economic")[0]), [a])
     check_derivatives(lc.jit(lambda a: la.qr(a, mode="r")[0]), [a])
+    # Pivoted: the column order is locally constant, so q and r differentiate as QR of a[:, p].
+    for i in (0, 1):
+        check_derivatives(lc.jit(lambda a, i=i: la.qr(a, mode="economic", pivoting=True)[i]),
+                          [a])
+    check_derivatives(lc.jit(lambda a, c: la.qr_multiply(a, c, pivoting=True)[0]),
+                      [a, a[:, :2].T], (0, 1))
     check_vmap(lambda m: la.qr(m, pivoting=True)[1], [a.astype(np.float32)])
+    check_vmap(lambda m: la.qr(m, pivoting=True)[2], [a.astype(np.float32)])
 
 
 @settings(max_examples=10, deadline=None)
@@ -245,11 +254,18 @@ def test_eigh_vs_scipy(seed, case, lower, generalized):
                 close(np.abs(gram).astype(real), np.eye(3), real, 64 * condition(n) ** 2)
         close(la.eigh(a, eigvals_only=True, eigvals=(1, 2)), np.linalg.eigvalsh(a)[..., 1:],
               real, 8)
+        # SciPy's newer name for eigvals; the vectors are those of the whole problem.
+        w_all, v_all = la.eigh(a, b if generalized else None, type=generalized or 1)
+        w_sub, v_sub = la.eigh(a, b if generalized else None, type=generalized or 1,
+                               subset_by_index=(0, 1))
+        close(w_sub, np.asarray(w_all)[..., :2], real, 1)
+        close(v_sub, np.asarray(v_all)[..., :2], dtype, 1)
 
 
 def test_eigh_derivatives_and_vmap():
     a = matrix(9, (3, 3), np.float64, "hermitian")
     check_derivatives(lc.jit(lambda a: la.eigh(hermitian_input(a), eigvals_only=True)), [a])
+    check_derivatives(lc.jit(lambda a: la.eigh(hermitian_input(a), eigvals=(1, 2))[1]), [a])
     b = matrix(10, (3, 3), np.float64, "spd")
     check_derivatives(lc.jit(lambda a, b: la.eigh(hermitian_input(a), hermitian_input(b),
                                                   eigvals_only=True)), [a, b], (0, 1))
@@ -274,8 +290,26 @@ def test_hessenberg_batches_jits_and_differentiates():
     h = la.hessenberg(a)
     close(h, np.stack([sl.hessenberg(m) for m in a]), np.float32, 16 * condition(a))
     np.testing.assert_allclose(lc.jit(la.hessenberg)(a), h, rtol=1e-5, atol=1e-5)
+    check_vmap(lambda m: la.hessenberg(m, calc_q=True)[1], [a])
+    # The kernels have no derivative: h's and q's come from the implicit Q theorem.
     check_derivatives(lc.jit(la.hessenberg), [a[0]])
+    check_derivatives(lc.jit(lambda m: la.hessenberg(m, calc_q=True)[1]), [a[0]])
+    # Complex: JVP against central differences (h keeps a real subdiagonal).
+    c = matrix(12, (4, 4), np.complex128)
+    tangent = matrix(13, (4, 4), np.complex128)
+    with lc.enable_x64():
+        for i in (0, 1):
+            def fun(m, i=i):
+                return la.hessenberg(m, calc_q=True)[i]
+            _, got = lc.jvp(fun, (c,), (tangent,))
+            np.testing.assert_allclose(got, numerical_jvp(fun, (c,), (tangent,)), rtol=1e-6,
+                                       atol=1e-6)
     assert la.hessenberg(np.zeros((0, 0), np.float32)).shape == (0, 0)
+    # Two-by-two matrices are Hessenberg already: returned as they are, as SciPy.
+    two = matrix(14, (2, 2), np.complex64)
+    h2, q2 = la.hessenberg(two, calc_q=True)
+    np.testing.assert_array_equal(h2, two)
+    np.testing.assert_array_equal(q2, np.eye(2))
 
 
 def test_decomposition_errors():
@@ -291,6 +325,10 @@ def test_decomposition_errors():
         la.eigh(np.eye(2), np.eye(3))
     with pytest.raises(ValueError, match="eigvals"):
         la.eigh(np.eye(2), eigvals=(1, 2))
+    with pytest.raises(ValueError, match="subset_by_index"):
+        la.eigh(np.eye(2), subset_by_index=(1, 0))
+    with pytest.raises(ValueError, match="not both"):
+        la.eigh(np.eye(2), eigvals=(0, 1), subset_by_index=(0, 1))
     with pytest.raises(ValueError, match="mode"):
         la.qr(np.eye(2), mode="raw")
     with pytest.raises(ValueError, match="rows for q @ c"):

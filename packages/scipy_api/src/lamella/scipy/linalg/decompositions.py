@@ -116,14 +116,17 @@ def rsf2csf(T: Any, Z: Any, check_finite: bool = True) -> tuple[Any, Any]:
 
 def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
          overwrite_a: bool = False, overwrite_b: bool = False, turbo: bool = True,
-         eigvals: Any = None, type: int = 1, check_finite: bool = True) -> Any:
+         eigvals: Any = None, type: int = 1, check_finite: bool = True, *,
+         subset_by_index: Any = None) -> Any:
     """Eigenvalues `w` (increasing) and eigenvectors `v` (columns) of Hermitian `a`:
     ``(w, v)``, or `w` with `eigvals_only`. Only the triangle named by `lower` is read.
 
     With `b` (Hermitian positive definite), the generalized problem of `type` 1
     (``a v = w b v``), 2 (``a b v = w v``) or 3 (``b a v = w v``), with v normalized
     as SciPy does (``v^H b v = I`` for types 1 and 2, ``v^H b^-1 v = I`` for 3).
-    `eigvals` = ``(lo, hi)`` keeps eigenvalues lo..hi (inclusive, by index).
+    `eigvals` = ``(lo, hi)``, or SciPy's newer spelling ``subset_by_index``, keeps
+    eigenpairs lo..hi (inclusive, by index; JAX has neither). Their derivatives
+    are those of the whole decomposition's columns lo..hi.
 
     >>> import lamella.numpy as lnp
     >>> eigh(lnp.array([[2.0, 1.0], [1.0, 2.0]]), eigvals_only=True)
@@ -134,26 +137,37 @@ def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
         raise ValueError(f"eigh: type must be 1, 2 or 3; got {type!r}")
     a, = inexact(a)
     check_matrix("eigh", a)
+    subset = _subset("eigh", a.shape[-1], eigvals, subset_by_index)
     if b is None:
-        v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=False)
+        v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=False, subset_by_index=subset)
     else:
         a, b = inexact(a, b)
         check_matrix("eigh", b, "b")
         if b.shape[-1] != a.shape[-1]:
             raise ValueError(f"eigh: a and b must be matrices of one size; got a.shape="
                              f"{a.shape} and b.shape={b.shape}")
-        v, w = compiled(_generalized_eigh, lower=bool(lower), type=type)(a, b)
-    if eigvals is not None:
-        lo, hi = eigvals
-        n = a.shape[-1]
-        if not 0 <= lo <= hi < n:
-            raise ValueError(f"eigh: eigvals must be (lo, hi) with 0 <= lo <= hi < {n}; "
-                             f"got {eigvals!r}")
-        w, v = w[..., lo:hi + 1], v[..., :, lo:hi + 1]
+        v, w = compiled(_generalized_eigh, lower=bool(lower), type=type, subset=subset)(a, b)
     return w if eigvals_only else (w, v)
 
 
-def _generalized_eigh(a: Any, b: Any, lower: bool, type: int) -> tuple[Any, Any]:
+def _subset(name: str, n: int, eigvals: Any, subset_by_index: Any) -> tuple[int, int] | None:
+    """lax.linalg.eigh's half-open ``subset_by_index`` for SciPy's inclusive (lo, hi)."""
+    if eigvals is not None and subset_by_index is not None:
+        raise ValueError(f"{name}: give eigvals or subset_by_index, not both (they are one "
+                         "option, under its old and new SciPy names)")
+    chosen = eigvals if eigvals is not None else subset_by_index
+    if chosen is None:
+        return None
+    arg = "eigvals" if eigvals is not None else "subset_by_index"
+    lo, hi = chosen
+    if not 0 <= lo <= hi < n:
+        raise ValueError(f"{name}: {arg} must be (lo, hi) with 0 <= lo <= hi < {n}; "
+                         f"got {chosen!r}")
+    return int(lo), int(hi) + 1
+
+
+def _generalized_eigh(a: Any, b: Any, lower: bool, type: int,
+                      subset: tuple[int, int] | None) -> tuple[Any, Any]:
     # With b = L L^H, every type becomes a standard problem for a matrix congruent to a.
     a = hermitian_from(a, lower)
     l_factor = lax_linalg.cholesky(b if lower else mH(b), symmetrize_input=False)
@@ -162,7 +176,7 @@ def _generalized_eigh(a: Any, b: Any, lower: bool, type: int) -> tuple[Any, Any]
                              lower=True)
     else:
         c = mH(l_factor) @ a @ l_factor
-    v, w = lax_linalg.eigh(c, symmetrize_input=True)
+    v, w = lax_linalg.eigh(c, symmetrize_input=True, subset_by_index=subset)
     if type == 3:
         return l_factor @ v, w
     return triangular_solve(l_factor, v, lower=True, transpose_a=True, conjugate_a=True), w

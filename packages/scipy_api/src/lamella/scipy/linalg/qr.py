@@ -1,62 +1,22 @@
 """QR factorization: ``qr`` (modes full, economic and r; column pivoting) and
-``qr_multiply``.
-
-Column pivoting has no LAPACK kernel in lamella.lax.linalg (JAX calls
-``geqp3``): :func:`pivot_order` chooses the columns as geqp3 does — at step j,
-the remaining column of largest norm below row j, found by applying the
-Householder reflections so far — and the factors are then LAPACK's QR of the
-permuted matrix, which has the same R as geqp3 up to rounding.
+``qr_multiply``, on lamella.lax.linalg's ``qr`` (LAPACK geqrf, or geqp3 with
+column pivoting, as in JAX and SciPy: the same column order and factors).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-import lamella.lax as lax
 import lamella.lax.linalg as lax_linalg
 import lamella.numpy as lnp
 from lamella.scipy.linalg.common import check_matrix, compiled, inexact
-from lamella.scipy.linalg.hessenberg import householder
 
 __all__ = ["qr", "qr_multiply"]
 
 
-def _pivot_order_2d(a: Any) -> Any:
-    m, n = a.shape
-    rows, cols = lnp.arange(m), lnp.arange(n)
-
-    def step(j, state):
-        work, order = state
-        below = (rows >= j)[:, None]
-        norms = lnp.sum(lnp.where(below, lnp.abs(work) ** 2, 0), axis=0)
-        best = lnp.argmax(lnp.where(cols >= j, norms, -1)).astype(np.int32)
-        # Swap columns j and best of the working matrix and of the order.
-        swap = lnp.where(cols == j, best, lnp.where(cols == best, j, cols))
-        work, order = work[:, swap], order[swap]
-        # Reflect rows j.. so that column j is zero below row j.
-        v, tau = householder(work[:, j], j)
-        work = work - lnp.conj(tau) * v[:, None] * (lnp.conj(v) @ work)[None, :]
-        return work, order
-
-    _, order = lax.fori_loop(0, min(m, n), step, (a, lnp.arange(n, dtype=np.int32)))
-    return order
-
-
-def pivot_order(a: Any) -> Any:
-    """The column order of QR with column pivoting (0-based), batched."""
-    return compiled(_pivot_order_2d, (2,))(lax.stop_gradient(a))
-
-
 def _qr_factors(a: Any, full_matrices: bool, pivoting: bool) -> tuple[Any, Any, Any]:
-    if not pivoting:
-        q, r = lax_linalg.qr(a, full_matrices=full_matrices)
-        return q, r, None
-    order = pivot_order(a)
-    q, r = lax_linalg.qr(lnp.take_along_axis(a, order[..., None, :], axis=-1),
-                         full_matrices=full_matrices)
-    return q, r, order
+    factors = lax_linalg.qr(a, pivoting=pivoting, full_matrices=full_matrices)
+    return factors if pivoting else (*factors, None)
 
 
 def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
