@@ -85,7 +85,7 @@ def test_solve_vs_scipy(seed, case, assume_a, lower, vector):
 
 def test_solve_derivatives_vmap_and_singular():
     a, b = matrix(1, (3, 3), np.float64, "spd"), matrix(2, (3, 2), np.float64)
-    for assume_a in ("gen", "upper triangular"):
+    for assume_a in ("gen", "upper triangular", "tridiagonal"):
         check_derivatives(lc.jit(functools.partial(la.solve, assume_a=assume_a)), [a, b],
                           diff_argnums=(0, 1))
     # 'pos' reads one triangle: differentiate along symmetric directions.
@@ -98,6 +98,28 @@ def test_solve_derivatives_vmap_and_singular():
     a32 = a.astype(np.float32)
     np.testing.assert_allclose(lc.jit(la.solve)(a32, b[:, 0].astype(np.float32)),
                                la.solve(a32, b[:, 0].astype(np.float32)), rtol=1e-6)
+
+
+def test_solve_tridiagonal_is_linear_time_batched_and_singular():
+    # gtsv: O(n) work, so n = 3000 is quick; only the three diagonals are read.
+    rng = np.random.default_rng(0)
+    n = 3000
+    a = (np.diag(rng.standard_normal(n) + 4) + np.diag(rng.standard_normal(n - 1), 1)
+         + np.diag(rng.standard_normal(n - 1), -1)).astype(np.float32)
+    a[0, -1] = 7.0  # outside the band: ignored, as SciPy ignores it
+    b = rng.standard_normal(n).astype(np.float32)
+    close(la.solve(a, b, assume_a="tridiagonal"), sl.solve(a, b, assume_a="tridiagonal"),
+          np.float32, 8)
+    small = np.triu(np.tril(matrix(3, (2, 3, 3), np.float32, "spd"), 1), -1)
+    rhs = matrix(4, (3, 2), np.float32)  # one right-hand side for the whole batch
+    want = np.stack([sl.solve(m, rhs, assume_a="tridiagonal") for m in small])
+    close(la.solve(small, rhs, assume_a="tridiagonal"), want, np.float32, 4 * condition(small))
+    check_vmap(lambda a, b: la.solve(a, b, assume_a="tridiagonal"), [small[0], rhs])
+    singular = la.solve(np.float32([[1.0, 2.0], [2.0, 4.0]]), np.float32([1.0, 1.0]),
+                        assume_a="tridiagonal")
+    assert not np.all(np.isfinite(singular))
+    assert la.solve(np.zeros((0, 0), np.float32), np.zeros(0, np.float32),
+                    assume_a="tridiagonal").shape == (0,)
 
 
 @settings(max_examples=15, deadline=None)

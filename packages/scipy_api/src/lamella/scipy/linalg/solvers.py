@@ -14,6 +14,7 @@ import lamella.lax.linalg as lax_linalg
 import lamella.numpy as lnp
 from lamella.scipy.linalg.cholesky import cho_factor, cho_solve
 from lamella.scipy.linalg.common import (
+    broadcast_batches,
     check_matrix,
     compiled,
     complex_dtype,
@@ -70,8 +71,8 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
     `assume_a`: ``'gen'`` (LU), ``'sym'`` / ``'her'`` (only the triangle named by
     `lower` is read), ``'pos'`` (Cholesky; its derivative reuses the factors),
     and SciPy's ``'diagonal'``, ``'upper triangular'``, ``'lower triangular'``,
-    ``'tridiagonal'`` (each reads only its entries), ``'banded'`` (LU) and long
-    spellings of the others.
+    ``'tridiagonal'`` (each reads only its entries; tridiagonal systems take O(n)
+    time, LAPACK's gtsv), ``'banded'`` (LU) and long spellings of the others.
 
     >>> import lamella.numpy as lnp
     >>> solve(lnp.array([[3.0, 1.0], [1.0, 2.0]]), lnp.array([9.0, 8.0]), assume_a="pos").round(3)
@@ -88,17 +89,28 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
     b_matrix, vector = right_hand_side("solve", n, b)
     if kind == "gen":
         return lnp.linalg.solve(a, b)
-    if kind == "tridiagonal":  # as SciPy, only the three diagonals are read
-        return lnp.linalg.solve(lnp.triu(lnp.tril(a, 1), -1), b)
     if kind in ("sym", "her"):
         return lnp.linalg.solve(hermitian_from(a, lower, conjugate=kind == "her"), b)
     if kind == "diagonal":
         x = b_matrix / lnp.diagonal(a, axis1=-2, axis2=-1)[..., :, None]
     elif kind in ("upper", "lower"):
         x = triangular_solve(a, b_matrix, lower=kind == "lower")
+    elif kind == "tridiagonal":
+        x = compiled(_solve_tridiagonal)(a, b_matrix)
     else:
         x = compiled(_solve_positive_definite, lower=bool(lower))(a, b_matrix)
     return x[..., 0] if vector else x
+
+
+def _solve_tridiagonal(a: Any, b: Any) -> Any:
+    # As SciPy (gtsv), only the three diagonals are read: O(n) work, not LU's O(n^3).
+    a, b = broadcast_batches("solve", a, b)
+    if a.shape[-1] == 0:
+        return b
+    no_pad = [(0, 0)] * (a.ndim - 2)
+    below = lnp.pad(lnp.diagonal(a, -1, axis1=-2, axis2=-1), [*no_pad, (1, 0)])
+    above = lnp.pad(lnp.diagonal(a, 1, axis1=-2, axis2=-1), [*no_pad, (0, 1)])
+    return lax_linalg.tridiagonal_solve(below, lnp.diagonal(a, axis1=-2, axis2=-1), above, b)
 
 
 def _solve_positive_definite(a: Any, b: Any, lower: bool) -> Any:
