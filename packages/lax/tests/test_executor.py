@@ -107,7 +107,7 @@ def test_donation_deletes_the_argument_and_reuse_is_a_clear_error():
 
 
 def test_executable_cache_is_bounded_and_keyed_by_program():
-    cache = executor_module._LRU(2)
+    cache = executor_module._ProgramCache(2)
     for i in range(3):
         cache.put(i, str(i))
     assert len(cache) == 2 and cache.get(0) is None and cache.get(2) == "2"

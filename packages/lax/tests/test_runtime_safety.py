@@ -6,11 +6,17 @@ jaxlib sees them, devices are named as JAX names them, deleted arrays say so.
 processes in tests/test_no_crashes.py; these tests check the values and messages.)
 """
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
 import lamella.core as jax
+import lamella.lax as lax
 import lamella.numpy as jnp
+from lamella.core.dispatch import current_executor
+from lamella.lax import executor as executor_module
 from lamella.lax import runtime
 from lamella.lax.runtime import DeletedArrayError
 
@@ -139,3 +145,77 @@ def test_methods_of_deleted_arrays_raise_deleted_array_error(how, method):
     with pytest.raises(DeletedArrayError, match=r"float32\[4\] has been deleted"):
         getattr(x, method)()
     x.delete()  # deleting twice is allowed
+
+
+# ----------------------------------------------------------------------------
+# Memory: caches keyed by functions and jaxprs let go of them (counted, not RSS).
+
+
+def _live_programs() -> int:
+    gc.collect()
+    return len(current_executor().programs)
+
+
+def test_dropped_jit_functions_take_their_programs_with_them():
+    x = jnp.ones(3)
+    before = _live_programs()
+    functions = []
+    for _ in range(50):
+        f = lambda a: a + 1  # noqa: E731 - a fresh function each time, as in a notebook
+        functions.append(weakref.ref(f))
+        jax.jit(f)(x)
+    del f
+    assert _live_programs() == before
+    assert all(ref() is None for ref in functions)
+
+
+def test_clear_cache_drops_the_functions_programs():
+    x = jnp.ones(3)
+    f = jax.jit(lambda a: a * 3)
+    f(x)
+    before = _live_programs()
+    f.clear_cache()
+    assert _live_programs() == before - 1
+    np.testing.assert_array_equal(f(x), [3, 3, 3])  # and compiles again when called
+
+
+def test_clear_caches_drops_every_program():
+    jax.jit(lambda a: a - 1)(jnp.ones(3))
+    jnp.sin(jnp.ones(2))
+    jax.clear_caches()
+    assert _live_programs() == 0 and len(executor_module._primitive_programs) == 0
+
+
+def test_eager_control_flow_on_fresh_functions_keeps_a_bounded_cache():
+    dispatchers = executor_module._eager_dispatchers_with_jaxprs
+    capacity, dispatchers.capacity = dispatchers.capacity, 3
+    try:
+        x = jnp.ones(2)
+        for i in range(8):
+            lax.cond(i % 2 == 0, lambda a: a + 1, lambda a: a - 1, x)
+        gc.collect()
+        assert len(dispatchers) <= 3 and len(executor_module._primitive_programs) <= 3 + len(
+            executor_module._eager_dispatchers)
+    finally:
+        dispatchers.capacity = capacity
+
+
+def test_program_cache_is_bounded_by_entries_and_bytes_and_owners():
+    cache = executor_module._ProgramCache(capacity=3, max_bytes=100)
+    for i in range(4):
+        cache.put(i, str(i))
+    assert len(cache) == 3 and cache.get(0) is None
+    cache.put("big", "b", nbytes=80)
+    cache.put("bigger", "c", nbytes=30)  # 110 bytes: the least recently used go
+    assert cache.get("big") is None and cache.get("bigger") == "c"
+    owner = lc_jaxpr()
+    cache.put(("program", id(owner)), "p", (owner,))
+    assert cache.get(("program", id(owner)), (owner,)) == "p"
+    assert cache.get(("program", id(owner)), (lc_jaxpr(),)) is None  # another object
+    del owner
+    gc.collect()
+    assert len(cache) == 1  # only "bigger" is left
+
+
+def lc_jaxpr():
+    return jax.make_jaxpr(lambda a: a + 1)(1.0)

@@ -5,7 +5,9 @@ and every eagerly applied primitive. A primitive in `compiled_eagerly` (lax's,
 and core's structural ones) is applied as `jit` of one primitive, cached by
 (primitive, avals, params), so eager and jitted results are bit-identical;
 any other primitive runs its `impl` (a user's NumPy primitive still works
-eagerly). Executables are cached (LRU) per jaxpr and donation mask.
+eagerly). Executables are cached per jaxpr and donation mask, while the jaxpr
+lives (a dropped function takes its programs along), least recently used out
+first past a count and a byte budget.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -23,7 +26,7 @@ from jaxlib import _jax
 from lamella.core import Primitive, ShapedArray, dtypes
 from lamella.core.config import config
 from lamella.core.dispatch import Executor
-from lamella.core.jaxpr import ClosedJaxpr
+from lamella.core.jaxpr import ClosedJaxpr, Jaxpr
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import Tracer, aval_of, current_trace, eval_trace
 from lamella.lax import debug_nans, runtime
@@ -32,33 +35,104 @@ from lamella.lax.lowering import LoweredModule, lower_closed_jaxpr
 from lamella.lax.tokens import AbstractToken, Token
 
 
-class _LRU:
-    """A bounded, thread-safe mapping that forgets its least recently used entries."""
+class _ProgramCache:
+    """Compiled programs (or dispatchers), thread-safe, each alive only while the
+    objects it was made from live, and bounded by entries and by estimated bytes.
 
-    def __init__(self, capacity: int):
+    A key names its owners (jaxprs) by id, and the entry keeps a weak reference to
+    each, checked on every hit: the owners are held by whoever made them (the
+    per-function trace cache for `jit`, an eager call's params), so a program goes
+    when its function goes, or when `f.clear_cache()` drops f's traces, and ids
+    reused by later objects never match a dead entry. Past `capacity` entries or
+    `max_bytes`, the least recently used entries are dropped too.
+    """
+
+    def __init__(self, capacity: int, max_bytes: int = 2 << 30):
         self.capacity = capacity
-        self._entries: OrderedDict = OrderedDict()
+        self.max_bytes = max_bytes
+        self.nbytes = 0
+        self._entries: OrderedDict = OrderedDict()  # key -> (owner refs, value, nbytes)
+        self._dead: list = []  # keys whose owner died: dropped under the lock, later
         self._lock = threading.Lock()
 
-    def get(self, key):
+    def get(self, key, owners: tuple = ()):
         with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            refs, value, _ = entry
+            if len(refs) != len(owners) or any(r() is not o for r, o in zip(refs, owners)):
+                return None  # an owner died and its id was reused: a stale entry
+            self._entries.move_to_end(key)
             return value
 
-    def put(self, key, value) -> None:
+    def put(self, key, value, owners: tuple = (), nbytes: int = 0) -> None:
+        def forget(_ref, key=key):
+            self._dead.append(key)  # no lock here: this runs wherever the owner dies
+        refs = tuple(weakref.ref(o, forget) for o in owners)
         with self._lock:
-            self._entries[key] = value
-            if len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
+            self._purge()
+            previous = self._entries.pop(key, None)
+            if previous is not None:
+                self.nbytes -= previous[2]
+            self._entries[key] = (refs, value, nbytes)
+            self.nbytes += nbytes
+            while len(self._entries) > self.capacity or (
+                    self.nbytes > self.max_bytes and len(self._entries) > 1):
+                self.nbytes -= self._entries.popitem(last=False)[1][2]
+
+    def _purge(self) -> None:
+        while self._dead:
+            key = self._dead.pop()
+            entry = self._entries.get(key)
+            if entry is not None and any(r() is None for r in entry[0]):
+                del self._entries[key]
+                self.nbytes -= entry[2]
 
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:
+            self._purge()
+            return len(self._entries)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._dead.clear()
+            self.nbytes = 0
+
+
+# XLA's CPU runtime reports no code size; a program measured ~190 KB of host memory
+# at the least, growing with its HLO.
+_PROGRAM_OVERHEAD_BYTES = 192 << 10
+
+
+def _estimated_bytes(program: CompiledProgram) -> int:
+    modules = program.executable.xla_executable.hlo_modules()
+    return _PROGRAM_OVERHEAD_BYTES + 4 * sum(
+        len(m.as_serialized_hlo_module_proto()) for m in modules)
+
+
+def _jaxprs_in(values) -> tuple:
+    """The jaxprs among `values` (and inside tuples and lists of them)."""
+    found = []
+    for value in values:
+        if isinstance(value, (ClosedJaxpr, Jaxpr)):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            found.extend(_jaxprs_in(value))
+    return tuple(found)
+
+
+def _without_jaxprs(value):
+    """`value` with each jaxpr replaced by its id (for keys that must not hold them)."""
+    if isinstance(value, (ClosedJaxpr, Jaxpr)):
+        return (_JAXPR_ID, id(value))
+    if isinstance(value, (tuple, list)):
+        return tuple(map(_without_jaxprs, value))
+    return value
+
+
+_JAXPR_ID = object()
 
 
 def _physical_aval(aval: ShapedArray) -> ShapedArray:
@@ -184,8 +258,8 @@ class XlaExecutor(Executor):
 
     name = "xla"
 
-    def __init__(self, capacity: int = 1024):
-        self.programs = _LRU(capacity)
+    def __init__(self, capacity: int = 1024, max_bytes: int = 2 << 30):
+        self.programs = _ProgramCache(capacity, max_bytes)
 
     def apply(self, primitive, args, params):
         if primitive in compiled_eagerly:
@@ -201,17 +275,20 @@ class XlaExecutor(Executor):
         runtime.clear_fast_path_caches()
         _primitive_programs.clear()
         _eager_dispatchers.clear()
+        _eager_dispatchers_with_jaxprs.clear()
 
     def _compiled(self, closed: ClosedJaxpr, name: str, donated_invars: tuple[bool, ...],
                   compiler_options: tuple | None = None,
                   lowered: LoweredModule | None = None) -> CompiledProgram:
-        key = (closed, donated_invars, compiler_options, runtime.x64_enabled())
-        program = self.programs.get(key)
+        # Keyed on the jaxpr's identity but not holding it: the program lives while
+        # the jaxpr does (the function's trace cache owns it).
+        key = (id(closed), donated_invars, compiler_options, runtime.x64_enabled())
+        program = self.programs.get(key, (closed,))
         if program is None:
             lowered = lowered or lower_closed_jaxpr(closed, name=name,
                                                     donated_invars=donated_invars)
             program = CompiledProgram(lowered, compiler_options)
-            self.programs.put(key, program)
+            self.programs.put(key, program, (closed,), _estimated_bytes(program))
         return program
 
     def execute(self, closed, args, *, name, donated_invars, compiler_options=None):
@@ -258,7 +335,8 @@ class XlaExecutor(Executor):
         if entry is None or entry.hoisted or current_trace() is not eval_trace \
                 or any(isinstance(x, Tracer) for x in flat):
             return None
-        program = self.programs.get((entry.closed, entry.donated, None, runtime.x64_enabled()))
+        program = self.programs.get((id(entry.closed), entry.donated, None,
+                                     runtime.x64_enabled()), (entry.closed,))
         if program is None or program.translates_float0 or program.calls_host \
                 or debug_nans.active():
             return None
@@ -307,11 +385,16 @@ class XlaExecutor(Executor):
 # Eager primitives: one C++ dispatcher per (primitive, params); each new
 # signature of avals compiles a one-equation program once.
 
-_primitive_programs = _LRU(4096)
-# Bounded (oldest out first): primitives carrying jaxprs get new params per trace.
-# A plain dict keeps the lookup on this hot path as cheap as possible.
+# Programs of primitives whose params carry jaxprs (cond, while, scan...) live while
+# those jaxprs do: a loop calling cond on fresh lambdas leaves nothing behind.
+_primitive_programs = _ProgramCache(4096)
+# Dispatchers of jaxpr-free params: a plain dict keeps the lookup on this hot path as
+# cheap as possible (bounded, oldest out first; such params are few in practice).
 _eager_dispatchers: dict = {}
 _MAX_EAGER_DISPATCHERS = 4096
+# Dispatchers of params with jaxprs hold those jaxprs (and their programs): kept few,
+# least recently used out first, so the ones a loop calls stay and dead ones go.
+_eager_dispatchers_with_jaxprs = _ProgramCache(64)
 
 
 def _params_key(params: dict) -> Any:
@@ -324,8 +407,10 @@ def _params_key(params: dict) -> Any:
 
 
 def _primitive_program(primitive, avals: tuple, params: dict, params_key) -> CompiledProgram:
-    key = (primitive, avals, params_key, runtime.x64_enabled())
-    program = _primitive_programs.get(key) if params_key is not None else None
+    owners = _jaxprs_in(params.values())
+    key = (primitive, avals, _without_jaxprs(params_key) if owners else params_key,
+           runtime.x64_enabled())
+    program = _primitive_programs.get(key, owners) if params_key is not None else None
     if program is None:
         def one_equation(*xs):
             out = primitive.bind(*xs, **params)
@@ -334,7 +419,7 @@ def _primitive_program(primitive, avals: tuple, params: dict, params_key) -> Com
         lowered = lower_closed_jaxpr(ClosedJaxpr(jaxpr, consts), name=primitive.name)
         program = CompiledProgram(lowered)
         if params_key is not None:
-            _primitive_programs.put(key, program)
+            _primitive_programs.put(key, program, owners, _estimated_bytes(program))
     return program
 
 
@@ -348,6 +433,9 @@ def apply_primitive(primitive, *args, **params):
     params_key = _params_key(params)
     dispatch = _eager_dispatchers.get((primitive, params_key)) if params_key is not None \
         else None
+    with_jaxprs = dispatch is None and bool(_jaxprs_in(params.values()))
+    if with_jaxprs and params_key is not None:
+        dispatch = _eager_dispatchers_with_jaxprs.get((primitive, params_key))
     if dispatch is None:
         if params_key is None:
             program = _primitive_program(primitive, tuple(map(aval_of, args)), params, None)
@@ -366,7 +454,10 @@ def apply_primitive(primitive, *args, **params):
                                                       params, params_key), xs)
 
         dispatch = runtime.make_fast_function(primitive.name, cache_miss, fun=without_cache)
-        if len(_eager_dispatchers) >= _MAX_EAGER_DISPATCHERS:
-            _eager_dispatchers.pop(next(iter(_eager_dispatchers)))
-        _eager_dispatchers[(primitive, params_key)] = dispatch
+        if with_jaxprs:
+            _eager_dispatchers_with_jaxprs.put((primitive, params_key), dispatch)
+        else:
+            if len(_eager_dispatchers) >= _MAX_EAGER_DISPATCHERS:
+                _eager_dispatchers.pop(next(iter(_eager_dispatchers)))
+            _eager_dispatchers[(primitive, params_key)] = dispatch
     return dispatch(*args)
