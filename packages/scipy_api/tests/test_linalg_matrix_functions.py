@@ -4,6 +4,8 @@ order, scaling, max_squarings), expm_frechet (both methods; expm's JVP),
 funm, sqrtm, polar (QDWH and SVD, both sides, any shape), eigh_tridiagonal
 (select 'a', 'i', 'v'); derivatives, vmap, jit, edge cases and bad input."""
 
+import functools
+
 import numpy as np
 import pytest
 import scipy.linalg as sl
@@ -13,6 +15,8 @@ from linalg_checks import close, condition, matrix, x64
 
 import lamella.core as lc
 import lamella.numpy as lnp
+import lamella.random as random
+from lamella.core.test_util import numerical_jvp
 from lamella.lax.test_util import check_derivatives, check_vmap
 from lamella.scipy import linalg as la
 
@@ -155,10 +159,12 @@ def test_polar_ill_conditioned_batched_derivatives():
     check_vmap(lambda b: la.polar(b)[0], [b.astype(np.float32)])
 
 
-@settings(max_examples=15, deadline=None)
-@given(seed=seeds, dtype=st.sampled_from([np.float32, np.float64]), n=st.sampled_from([1, 6]),
-       select=st.sampled_from(["a", "i", "v"]), vectors=st.booleans())
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds, dtype=st.sampled_from([np.float32, np.float64]),
+       n=st.sampled_from([1, 6, 16]), select=st.sampled_from(["a", "i", "v"]),
+       vectors=st.booleans())
 def test_eigh_tridiagonal_vs_scipy(seed, dtype, n, select, vectors):
+    # n = 16 with select 'i' (3 of 16) or 'v' takes inverse iteration; the rest LAPACK's eigh.
     rng = np.random.default_rng(seed)
     d, e = rng.standard_normal(n).astype(dtype), rng.standard_normal(n - 1).astype(dtype)
     select_range = {"a": None, "i": (0, n - 1) if n == 1 else (1, 3), "v": (-1.0, 1.0)}[select]
@@ -175,6 +181,68 @@ def test_eigh_tridiagonal_vs_scipy(seed, dtype, n, select, vectors):
         close(w, want, dtype, 8 * n * norm)
         t = np.diag(d) + np.diag(e, -1) + np.diag(e, 1)
         close(t @ v, v * w, dtype, 8 * n * norm)
+        close(v.T @ v, np.eye(len(want)), dtype, 4)
+        # Signs: each eigenvector's largest entry is positive.
+        v = np.asarray(v)
+        assert np.all(v[np.argmax(np.abs(v), axis=0), np.arange(v.shape[1])] > 0)
+
+
+def clustered_tridiagonals(n):
+    """(name, d, e) of tridiagonals with clusters of eigenvalues: Wilkinson's W+ (pairs
+    equal to 1e-14), W+ glued by tiny couplings (triples and more), an identity with
+    tiny off-diagonal noise, and one with zero off-diagonals (exactly repeated)."""
+    rng = np.random.default_rng(n)
+    m = n // 2
+    wilkinson = np.abs(np.arange(-m, n - m)).astype(float)
+    glued = np.resize(np.abs(np.arange(-3, 4)).astype(float), n)
+    couplings = np.ones(n - 1)
+    couplings[6::7] = 1e-9
+    return [("wilkinson", wilkinson, np.ones(n - 1)), ("glued", glued, couplings),
+            ("near identity", np.ones(n), 1e-7 * rng.standard_normal(n - 1)),
+            ("repeated", np.resize([1.0, 2.0], n), np.zeros(n - 1))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_eigh_tridiagonal_inverse_iteration_keeps_clusters_orthogonal(dtype):
+    # Windows of n/4 eigenpairs across the spectrum take inverse iteration: its QR keeps
+    # eigenvectors of (nearly) equal eigenvalues orthogonal, and their residuals small.
+    n = 28
+    eps = np.finfo(dtype).eps
+    with x64(dtype):
+        for name, d, e in clustered_tridiagonals(n):
+            t = np.diag(d) + np.diag(e, -1) + np.diag(e, 1)
+            norm = np.abs(t).sum(axis=0).max()
+            ref = np.linalg.eigvalsh(t)
+            for lo in range(0, n, n // 4):
+                w, v = eigh_tridiagonal_window(lo, n // 4)(d.astype(dtype), e.astype(dtype))
+                v = np.asarray(v, np.float64)
+                assert np.abs(v.T @ v - np.eye(n // 4)).max() <= 8 * eps, name
+                assert np.abs(t @ v - v * np.asarray(w)).max() <= 100 * eps * norm, name
+                assert np.abs(np.asarray(w) - ref[lo:lo + n // 4]).max() <= 16 * eps * norm
+
+
+@functools.cache
+def eigh_tridiagonal_window(lo, size):
+    """eigh_tridiagonal of eigenpairs lo..lo + size - 1, jitted once per window."""
+    return lc.jit(lambda d, e: la.eigh_tridiagonal(d, e, select="i",
+                                                   select_range=(lo, lo + size - 1)))
+
+
+def test_eigh_tridiagonal_key_picks_the_basis_of_repeated_eigenvalues_only():
+    # Eigenvalue 1 six times (coordinates 0-5), then a coupled pair of 3 and 5.
+    d, e = np.float32([1, 1, 1, 1, 1, 1, 3, 5]), np.float32([0, 0, 0, 0, 0, 0, 0.5])
+    pick = {"select": "i", "select_range": (0, 1)}
+    v0 = np.asarray(la.eigh_tridiagonal(d, e, **pick)[1])
+    v1 = np.asarray(la.eigh_tridiagonal(d, e, key=random.key(1), **pick)[1])
+    # Both are orthonormal bases of a plane in that eigenspace; the key chooses which.
+    for v in (v0, v1):
+        close(v.T @ v, np.eye(2), np.float32, 4)
+        close(v[6:], np.zeros((2, 2)), np.float32, 4)
+    assert np.abs(v0 - v1).max() > 0.1
+    # A simple eigenvalue's eigenvector does not depend on the key.
+    top = {"select": "i", "select_range": (7, 7)}
+    close(la.eigh_tridiagonal(d, e, **top)[1],
+          la.eigh_tridiagonal(d, e, key=random.key(7), **top)[1], np.float32, 4)
 
 
 def test_eigh_tridiagonal_clusters_batches_derivatives():
@@ -194,6 +262,42 @@ def test_eigh_tridiagonal_clusters_batches_derivatives():
                       [db[0], eb[0]], diff_argnums=(0, 1))
     cz = la.eigh_tridiagonal(np.complex64([1.0, 2.0]), np.complex64([1j]), eigvals_only=True)
     close(cz, np.linalg.eigvalsh([[1.0, -1j], [1j, 2.0]]), np.float32, 8)
+
+
+def test_eigh_tridiagonal_vectors_derivatives_vmap_complex():
+    rng = np.random.default_rng(3)
+    d, e = rng.standard_normal(8), rng.standard_normal(7)
+    # Two of eight (inverse iteration, whose JVP solves with T - w I) and all (LAPACK's eigh).
+    for select_range in ((2, 3), (0, 7)):
+        pairs = lc.jit(lambda d, e, r=select_range: lnp.concatenate(la.eigh_tridiagonal(
+            d, e, select="i", select_range=r), axis=None))
+        check_derivatives(pairs, [d, e], diff_argnums=(0, 1))
+        check_derivatives(lc.jit(lambda d, e, r=select_range: la.eigh_tridiagonal(
+            d, e, eigvals_only=True, select="i", select_range=r)), [d, e], diff_argnums=(0, 1))
+    d32, e32 = d.astype(np.float32), e.astype(np.float32)
+    check_vmap(lambda d, e: la.eigh_tridiagonal(d, e, select="i", select_range=(2, 3))[1],
+               [d32, e32])
+    w, v = la.eigh_tridiagonal(np.stack([d32, 2 * d32]), np.stack([e32, e32]), select="i",
+                               select_range=(2, 3))
+    jitted = lc.jit(lambda d, e: la.eigh_tridiagonal(d, e, select="i", select_range=(2, 3)))
+    for got, want in zip(jitted(np.stack([d32, 2 * d32]), np.stack([e32, e32])), (w, v)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # Hermitian (complex e): T = D T_r D^H, so the vectors are D's phases times real ones;
+    # their JVP (through the phases) against central differences.
+    ec = e + 1j * rng.standard_normal(7)
+    t = np.diag(d) + np.diag(ec, -1) + np.diag(np.conj(ec), 1)
+    tangent = rng.standard_normal(7) + 1j * rng.standard_normal(7)
+    with lc.enable_x64():
+        for r in ((2, 3), (0, 7)):
+            w, v = la.eigh_tridiagonal(d.astype(complex), ec, select="i", select_range=r)
+            close(t @ v, v * np.asarray(w), np.complex128, 64)
+            close(np.conj(v.T) @ v, np.eye(r[1] - r[0] + 1), np.complex128, 4)
+
+            def vectors(e, r=r):
+                return la.eigh_tridiagonal(d.astype(complex), e, select="i", select_range=r)[1]
+            np.testing.assert_allclose(lc.jvp(vectors, (ec,), (tangent,))[1],
+                                       numerical_jvp(vectors, (ec,), (tangent,)), rtol=1e-6,
+                                       atol=1e-6)
 
 
 def test_matrix_function_errors():

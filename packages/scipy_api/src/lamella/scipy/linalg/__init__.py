@@ -1,9 +1,11 @@
 """lamella.scipy.linalg: ``jax.scipy.linalg`` on lamella.numpy and lamella.lax.linalg.
 
-Factorizations go through the LAPACK-backed primitives of lamella.lax.linalg;
-what has no kernel there (``hessenberg``, ``eigh_tridiagonal``, pivoted QR,
-``rsf2csf``, the matrix functions) is a composition of lax operations. Every
-function takes leading batch axes, and works under jit, grad and vmap.
+Factorizations go through the LAPACK-backed primitives of lamella.lax.linalg
+(``hessenberg`` on gehrd, pivoted ``qr`` on geqp3, tridiagonal ``solve`` on gtsv,
+``eigh_tridiagonal``'s inverse iteration on perturbed tridiagonal solves); what
+has no kernel there (``rsf2csf``, the matrix functions, Sturm bisection) is a
+composition of lax operations. Every function takes leading batch axes, and
+works under jit, grad and vmap.
 
     >>> import lamella.numpy as lnp
     >>> a = lnp.array([[4.0, 2.0], [2.0, 3.0]])
