@@ -9,7 +9,8 @@ whose centre maps outside the input is 0. With `antialias`, downsampling widens
 the kernel by 1 / scale, so it averages the input rather than sampling it.
 `AREA` weighs input pixels by their overlap with the output pixel's footprint;
 `CUBIC_PYTORCH` without antialiasing is PyTorch's bicubic (a = -0.75, border
-pixels repeated). `NEAREST` is a gather, available in `resize` only.
+pixels repeated twice) and, as in JAX, keeps the border value for outputs up to
+two pixels past the edge. `NEAREST` is a gather, available in `resize` only.
 
 >>> import numpy as np
 >>> scale_and_translate(np.float32([0, 1, 2, 3]), (2,), (0,), np.float32([0.5]),
@@ -141,27 +142,27 @@ def _area_weights(in_size: int, positions: Any, scale: Any, dtype: np.dtype) -> 
 
 
 def _edge_padded_cubic_weights(in_size: int, positions: Any, dtype: np.dtype) -> Any:
-    """PyTorch's bicubic: the four taps around each sample with a = -0.75, taps past the
-    border folded onto the border pixel (its value repeated), no normalisation."""
+    """PyTorch's bicubic as `jax.image` computes it: Keys' kernel with a = -0.75 over the
+    input extended by two border copies on each side (their weights folded onto the
+    border pixel), normalised per output. No output is zeroed for falling outside the
+    input; an output is 0 only where every weight is (two pixels past the copies)."""
     kernel = _keys_cubic(-0.75)
-    first = lnp.floor(positions) - 1.0
     pixel = lax.iota(dtype, in_size)[:, None]
-    weights = lnp.zeros((in_size, aval_of(positions).shape[0]), dtype)
-    for k in range(4):
-        tap = first + k
-        clamped = lnp.clip(tap, 0.0, float(in_size - 1))
-        weights = weights + lnp.where(pixel == clamped[None, :],
-                                      kernel(positions - tap)[None, :], 0.0)
-    return weights
+    weights = kernel(positions[None, :] - pixel)
+    before = kernel(positions + 1.0) + kernel(positions + 2.0)  # pixels -1 and -2
+    after = kernel(positions - in_size) + kernel(positions - (in_size + 1.0))
+    weights = weights + lnp.where(pixel == 0, before[None, :], 0.0)
+    weights = weights + lnp.where(pixel == in_size - 1, after[None, :], 0.0)
+    return _normalised(weights)
 
 
 def _weights(in_size: int, out_size: int, scale: Any, translation: Any,
              method: ResizeMethod, antialias: bool, dtype: np.dtype) -> Any:
     positions = _sample_positions(out_size, scale, translation, dtype)
+    if method == ResizeMethod.CUBIC_PYTORCH and not antialias:
+        return _edge_padded_cubic_weights(in_size, positions, dtype)
     if method == ResizeMethod.AREA:
         weights = _area_weights(in_size, positions, scale, dtype)
-    elif method == ResizeMethod.CUBIC_PYTORCH and not antialias:
-        weights = _edge_padded_cubic_weights(in_size, positions, dtype)
     else:
         weights = _kernel_weights(in_size, positions, scale, method, antialias, dtype)
     inside = (positions >= -0.5) & (positions <= in_size - 0.5)
@@ -263,8 +264,8 @@ def resize(image: Any, shape: Sequence[int], method: str | ResizeMethod,
     >>> import numpy as np
     >>> resize(np.arange(4, dtype=np.float32), (2,), "linear", antialias=False)
     Array([0.5, 2.5], dtype=float32)
-    >>> resize(np.float32([0, 0, 4, 4]), (2,), "linear")  # antialiased: averages
-    Array([0.5714286, 3.4285715], dtype=float32)
+    >>> resize(np.float32([0, 0, 0, 8, 8, 8]), (2,), "linear")  # antialiased: averages
+    Array([1., 7.], dtype=float32)
     >>> resize(np.int32([[1, 2], [3, 4]]), (2, 4), "nearest")
     Array([[1, 1, 2, 2],
            [3, 3, 4, 4]], dtype=int32)
