@@ -227,3 +227,34 @@ def test_keys_and_integers_match_op_by_op():
             assert np.asarray(out).view(np.uint32).tolist() == bits
     assert_same_as_op_by_op(lr.normal, lr.key(0), (-1,))  # a bad shape's error
     assert_same_as_op_by_op(lr.uniform, lr.key(0), (2,), np.int32)  # a bad dtype's error
+
+
+def test_concatenate_and_stack_match_op_by_op():
+    v = lnp.asarray(np.float32([1.0, -2.0, 0.5, 3.0, 0.25]))
+    for fn in [lnp.concatenate, lnp.stack, lnp.hstack, lnp.vstack]:
+        assert_same_as_op_by_op(fn, [X, v])
+        assert_same_as_op_by_op(fn, (X, I))
+        assert_same_as_op_by_op(fn, [X, v], dtype=np.float16)
+        assert_same_as_op_by_op(fn, [X, M])  # shapes that do not fit
+    assert_same_as_op_by_op(lnp.concatenate, [M, M], axis=1)
+    assert_same_as_op_by_op(lnp.concatenate, [M, M], None)
+    assert_same_as_op_by_op(lnp.stack, [M, M], axis=-1)
+    assert_same_as_op_by_op(lnp.concatenate, [X])
+    assert_same_as_op_by_op(lnp.add, (X, X), 1)  # a tuple where an array is expected
+
+
+def test_index_updates_match_op_by_op():
+    idx = lnp.asarray(np.int32([0, 2, 2, -1]))
+    indices = [0, -1, 7, slice(1, 4), slice(None, None, 2), idx, (1, 2), (slice(None), 3),
+               (Ellipsis, idx), (None, 1), (idx, slice(0, 2)), X > 0]
+    for index in indices:
+        for op, values in [("set", 1.5), ("add", 1), ("multiply", X), ("min", WEAK),
+                           ("set", np.float32(2)), ("max", 0)]:
+            for arr in (X, M, I):
+                assert_same_as_op_by_op(lambda a, v, i=index, o=op: getattr(a.at[i], o)(v),
+                                        arr, values)
+    assert_same_as_op_by_op(lambda a: a.at[idx].add(1.0, mode="clip"), X)
+    assert_same_as_op_by_op(lambda a: a.at[idx].set(2, indices_are_sorted=True), X)
+    assert_same_as_op_by_op(lambda a: a.at[9].set(2, mode="drop"), X)
+    assert_same_as_op_by_op(lambda a: a.at[0].set(M), X)  # values of the wrong shape
+    assert_same_as_op_by_op(lambda a: a.at[0.5].set(1), X)  # a float index

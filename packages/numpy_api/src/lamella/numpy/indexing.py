@@ -33,6 +33,7 @@ from lamella import lax
 from lamella.core import config
 from lamella.core import dtypes as core_dtypes
 from lamella.core.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
+from lamella.core.jit import jit
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
 from lamella.lax.conversion import convert_element_type
@@ -43,6 +44,7 @@ from lamella.numpy.util import (
     canonicalize_axis,
     check_arraylike,
     concrete_value,
+    eager_operands_ok,
 )
 
 __all__ = ["NonConcreteBooleanIndexError", "getitem", "install", "put", "put_along_axis",
@@ -495,6 +497,59 @@ def _scatter(arr: Any, index: Any, values: Any, op: str, *, mode: Any,
     return lax.reshape(out, aval.shape) if aval_of(out).shape != aval.shape else out
 
 
+# --- the eager fast path of x.at[index] updates --------------------------------------------
+# An eager update runs as one cached jit (as JAX's does): the index's Arrays are its
+# operands, and the rest of the index (ints, slices, None, Ellipsis) is static, so
+# it is handled exactly as the op-by-op path handles it.
+_INDEX_ARRAY = object()
+
+
+def _eager_update_ok(values: Any, mode: Any) -> bool:
+    if not eager_operands_ok(values):
+        return False
+    try:
+        hash(mode)
+    except TypeError:
+        return False
+    return True
+
+
+def _split_index(index: Any) -> tuple[tuple, list] | None:
+    """(static structure, index Arrays) of an index, or None for other indices."""
+    items = index if type(index) is tuple else (index,)
+    static, arrays = [], []
+    for item in items:
+        kind = type(item)
+        if kind is runtime.Array and item.dtype != np.bool_:  # masks need their values
+            static.append(_INDEX_ARRAY)
+            arrays.append(item)
+        elif kind is int or item is None or item is Ellipsis:
+            static.append(item)
+        elif kind is slice and all(type(b) is int or b is None
+                                   for b in (item.start, item.stop, item.step)):
+            static.append((slice, item.start, item.stop, item.step))
+        else:
+            return None
+    return (type(index) is tuple, tuple(static)), arrays
+
+
+def _join_index(structure: tuple, arrays: list) -> Any:
+    is_tuple, static = structure
+    arrays = iter(arrays)
+    items = [next(arrays) if item is _INDEX_ARRAY
+             else slice(*item[1:]) if type(item) is tuple else item for item in static]
+    return tuple(items) if is_tuple else items[0]
+
+
+def _scatter_joined(arr: Any, arrays: list, values: Any, structure: tuple, op: str, mode: Any,
+                    indices_are_sorted: bool, unique_indices: bool) -> Any:
+    return _scatter(arr, _join_index(structure, arrays), values, op, mode=mode,
+                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+
+
+_eager_scatter = jit(_scatter_joined, static_argnums=(3, 4, 5, 6, 7))
+
+
 class _IndexUpdateRef:
     """`x.at[index]`: reads and functional updates at one index (see `Array.at`)."""
 
@@ -515,6 +570,11 @@ class _IndexUpdateRef:
 
     def _update(self, op: str, values: Any, indices_are_sorted: bool, unique_indices: bool,
                 mode: Any) -> Any:
+        if type(self.array) is runtime.Array and _eager_update_ok(values, mode):
+            split = _split_index(self.index)
+            if split is not None:
+                return _eager_scatter(self.array, split[1], values, split[0], op, mode,
+                                      indices_are_sorted, unique_indices)
         return _scatter(self.array, self.index, values, op, mode=mode,
                         indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
 

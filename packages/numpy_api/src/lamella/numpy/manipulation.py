@@ -389,6 +389,7 @@ def broadcast_arrays(*args: Any) -> list[Any]:
 
 
 # --- joining ------------------------------------------------------------------------------
+@util.eager_fast("axis", "dtype")
 def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
     """`arrays` joined along an existing `axis` (flattened first when None), promoted to
     a common dtype (or `dtype`).
@@ -430,6 +431,7 @@ def concat(arrays: Any, /, *, axis: int | None = 0) -> Any:
     return concatenate(arrays, axis)
 
 
+@util.eager_fast("axis", "out", "dtype")
 def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> Any:
     """`arrays` (all of one shape) joined along a new `axis`.
 
@@ -449,6 +451,7 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> An
     return concatenate([lax.expand_dims(a, (axis,)) for a in arrays], axis, dtype)
 
 
+@util.eager_fast("dtype")
 def vstack(tup: Any, dtype: Any = None) -> Any:
     """Arrays (at least 2-D) joined along axis 0.
 
@@ -459,6 +462,7 @@ def vstack(tup: Any, dtype: Any = None) -> Any:
     return concatenate([_atleast_2d(a) for a in _sequence_of_arrays("vstack", tup)], 0, dtype)
 
 
+@util.eager_fast("dtype")
 def hstack(tup: Any, dtype: Any = None) -> Any:
     """Arrays joined along axis 1 (axis 0 for 1-D arrays).
 

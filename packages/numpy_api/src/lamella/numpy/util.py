@@ -34,7 +34,7 @@ except ImportError:  # NumPy < 1.25
 
 __all__ = ["AxisError", "asarray_internal", "canonicalize_axis", "canonicalize_axes",
            "check_arraylike", "checked_array", "concrete_int", "concrete_value", "eager_fast",
-           "eager_jit",
+           "eager_jit", "eager_operand_type", "eager_operands_ok",
            "is_arraylike", "ndim", "shape", "size"]
 
 
@@ -190,6 +190,7 @@ _HOST_DTYPES = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32,
     np.float16, np.float32, np.float64, np.complex64, np.complex128))
 _INT32_LOW, _INT32_END = -2**31, 2**31
+_ARRAY = runtime.Array
 # Flags jaxlib keys its cache on per thread (the rest, overridden in a thread, take
 # the Python path there, so they never reach a cached program).
 _MIRRORED_FLAGS = frozenset({"enable_x64", "disable_jit", "transfer_guard_host_to_device",
@@ -223,6 +224,8 @@ def _plain_operands(values: Any) -> bool:
             return False
         if (kind is np.ndarray or isinstance(v, np.generic)) and v.dtype in _HOST_DTYPES:
             continue
+        if (kind is list or kind is tuple) and all(type(e) is _ARRAY for e in v):
+            continue  # a sequence of Arrays (concatenate, stack)
         return False
     return True
 
@@ -237,6 +240,12 @@ def _plain_flags() -> bool:
     # No per-thread override of a flag that jaxlib does not key on.
     flags = _thread_flags.__dict__
     return not flags or flags.keys() <= _MIRRORED_FLAGS
+
+
+def eager_operands_ok(*values: Any) -> bool:
+    """Whether an eager call with these operands may run as a cached jit here (at the
+    top level, with no per-thread flag override, and operands C++ types as Python does)."""
+    return _trace_state.trace is _eval_trace and _plain_flags() and _plain_operands(values)
 
 
 def _plain_keywords(kwargs: dict, static: frozenset) -> bool:
