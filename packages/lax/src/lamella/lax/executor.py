@@ -276,6 +276,7 @@ class XlaExecutor(Executor):
         _primitive_programs.clear()
         _eager_dispatchers.clear()
         _eager_dispatchers_with_jaxprs.clear()
+        runtime.release_free_memory()
 
     def _compiled(self, closed: ClosedJaxpr, name: str, donated_invars: tuple[bool, ...],
                   compiler_options: tuple | None = None,
