@@ -186,18 +186,20 @@ def test_clear_caches_drops_every_program():
     assert _live_programs() == 0 and len(executor_module._primitive_programs) == 0
 
 
-def test_eager_control_flow_on_fresh_functions_keeps_a_bounded_cache():
+def test_eager_control_flow_on_fresh_functions_keeps_a_bounded_cache(monkeypatch):
+    x = jnp.ones(2)
+    x + 1  # noqa: B018 - a hot elementwise dispatcher
+    hot = dict(executor_module._eager_dispatchers)
+    monkeypatch.setattr(executor_module, "_MAX_EAGER_DISPATCHERS", len(hot) + 2)
     dispatchers = executor_module._eager_dispatchers_with_jaxprs
-    capacity, dispatchers.capacity = dispatchers.capacity, 3
-    try:
-        x = jnp.ones(2)
-        for i in range(8):
-            lax.cond(i % 2 == 0, lambda a: a + 1, lambda a: a - 1, x)
-        gc.collect()
-        assert len(dispatchers) <= 3 and len(executor_module._primitive_programs) <= 3 + len(
-            executor_module._eager_dispatchers)
-    finally:
-        dispatchers.capacity = capacity
+    monkeypatch.setattr(dispatchers, "capacity", 3)
+    for i in range(8):
+        lax.cond(i % 2 == 0, lambda a: a + 1, lambda a: a - 1, x)
+    gc.collect()
+    assert len(dispatchers) <= 3 and len(executor_module._primitive_programs) <= 3 + len(
+        executor_module._eager_dispatchers)
+    # Branches traced anew each call never push the hot dispatchers out.
+    assert hot.items() <= executor_module._eager_dispatchers.items()
 
 
 def test_program_cache_is_bounded_by_entries_and_bytes_and_owners():
