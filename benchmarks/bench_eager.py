@@ -152,7 +152,7 @@ def _same(a, b) -> None:
 
 def _time(name: str, lam, jfn, sets) -> Row:
     """Interleaved rounds, each side timed with its own ArrayImpl methods installed."""
-    rounds = 1 if QUICK else 3
+    rounds = 1 if QUICK else 5
     t_lam, t_jax = float("inf"), None if jfn is None else float("inf")
     for _ in range(rounds):
         if jfn is not None:
