@@ -115,10 +115,10 @@ def _method_sets():
             import jax  # noqa: F401  (patches ArrayImpl with JAX's methods)
             jax_set = dict(vars(_jax.ArrayImpl))
         except ImportError:
-            return None, None
+            return None, (None, None)
     jax = jax_or_none()  # puts lamella's methods back
     if jax is None:
-        return None, None
+        return None, (None, None)
     lamella_set = dict(vars(_jax.ArrayImpl))
     if jax_set is None:  # JAX came in earlier in this process: rebuild its methods
         from jax._src.numpy import array_methods, indexing
