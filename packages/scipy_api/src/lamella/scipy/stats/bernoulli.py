@@ -30,10 +30,11 @@ def _logpmf(k, p, loc):
     valid = _valid(p)
     p = safe(valid, p, 0.5)
     x = k - loc
+    undefined = lnp.isnan(x)  # NaN there, as SciPy and JAX
     inside = (x >= 0) & (x <= 1)
     x_in = safe(inside, x, 0.0)
     value = special.xlogy(x_in, p) + special.xlog1py(1 - x_in, -p)
-    return nan_unless(valid, lnp.where(inside, value, -lnp.inf))
+    return nan_unless(valid & ~undefined, lnp.where(inside, value, -lnp.inf))
 
 
 def _pmf(k, p, loc):

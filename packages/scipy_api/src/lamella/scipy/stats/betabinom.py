@@ -28,11 +28,12 @@ def _logpmf(k, n, a, b, loc):
     valid = valid_count(n) & (a > 0) & (b > 0)
     n, a, b = safe(valid, n, 1.0), safe(valid, a, 1.0), safe(valid, b, 1.0)
     y = lnp.floor(k) - loc
+    undefined = lnp.isnan(y)  # NaN there, as SciPy and JAX
     inside = (y >= 0) & (y <= n)
     y = safe(inside, y, 0.0)
     value = (special.betaln(y + a, n - y + b) - special.betaln(a, b)
              - log1p(n) - special.betaln(n - y + 1, y + 1))
-    return nan_unless(valid, lnp.where(inside, value, -lnp.inf))
+    return nan_unless(valid & ~undefined, lnp.where(inside, value, -lnp.inf))
 
 
 def _pmf(k, n, a, b, loc):

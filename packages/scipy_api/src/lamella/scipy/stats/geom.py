@@ -27,7 +27,7 @@ def _logpmf(k, p, loc):
     inside = x > 0
     x_in = safe(inside, x, 1.0)
     value = special.xlog1py(x_in - 1, -p) + lnp.log(p)
-    return nan_unless(valid, lnp.where(inside, value, -lnp.inf))
+    return nan_unless(valid & ~lnp.isnan(x), lnp.where(inside, value, -lnp.inf))
 
 
 def _pmf(k, p, loc):

@@ -26,11 +26,12 @@ def _logpmf(k, n, p, loc):
     valid = (n > 0) & (p > 0) & (p <= 1)
     n, p = safe(valid, n, 1.0), safe(valid, p, 0.5)
     x = k - loc
+    undefined = lnp.isnan(x) | (x == lnp.inf)  # NaN there, as SciPy and JAX
     inside = x >= 0
-    x = safe(inside, x, 0.0)
+    x = safe(inside & ~undefined, x, 0.0)
     # log(n / (n + x)) as -log1p(x / n).
     value = binomial_logpmf(n, n + x, p) - log1p(x / n)
-    return nan_unless(valid, lnp.where(inside, value, -lnp.inf))
+    return nan_unless(valid & ~undefined, lnp.where(inside, value, -lnp.inf))
 
 
 def _pmf(k, n, p, loc):
