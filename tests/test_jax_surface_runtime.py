@@ -201,3 +201,25 @@ def test_dlpack_shares_host_memory():
     copied = jax.dlpack.from_dlpack(host, copy=True)
     host[0] = 7
     assert float(copied[0]) == 0
+
+
+def test_tracer_reprs_read_as_jax_0_10_2s():
+    seen = []
+
+    def show(x):
+        seen.append(repr(x))
+        return x
+
+    x = jnp.ones(3, jnp.float32)
+    jax.jvp(show, (x,), (x,))
+    jax.vmap(show)(jnp.ones((2, 3), jnp.float32))
+    jax.jit(show)(x)
+    jax.grad(lambda v: show(v).sum())(x)
+    jax.jit(jax.grad(lambda v: show(v).sum()))(x)
+    jax.jvp(show, (1.0,), (1.0,))
+    assert seen == ["JVPTracer(primal=[1. 1. 1.], tangent=[1. 1. 1.])",
+                    "VmapTracer(aval=float32[3], batched=float32[2,3])",
+                    "JitTracer(float32[3])",
+                    "GradTracer(primal=[1. 1. 1.], typeof(tangent)=f32[3])",
+                    "GradTracer(primal=JitTracer(float32[3]), typeof(tangent)=f32[3])",
+                    "JVPTracer(primal=1.0, tangent=1.0)"]

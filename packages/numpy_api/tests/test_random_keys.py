@@ -131,7 +131,9 @@ def test_typed_keys_through_jit_and_vmap():
     assert np.array_equal(np.asarray(lc.vmap(lambda k: random.normal(k, (3,)))(raw)), loop)
     seen = []
     lc.jit(lambda k: seen.append(repr(k)) or k)(k)
-    assert seen == ["Traced<key<fry>[]>"]
+    assert seen == ["JitTracer(key<fry>[])"]
+    lc.vmap(lambda k: seen.append(repr(k)) or k)(random.split(k))
+    assert seen[1] == "VmapTracer(aval=key<fry>[], batched=key<fry>[2])"
 
 
 def test_keys_are_distinct_across_split_and_fold_in_trees():

@@ -92,6 +92,20 @@ class JVPTracer(Tracer):
     def to_concrete_value(self) -> Any:
         return concrete_value(self.primal)
 
+    def _describe(self, type_of) -> str:
+        def show(v):
+            if isinstance(v, Tracer):
+                return v._describe(type_of)
+            return f"Zero({type_of(v.aval)})" if isinstance(v, Zero) else str(v)
+        primal, tangent = self.primal, self.tangent
+        # A tangent staged by another trace than the primal's is being linearized (grad,
+        # vjp, linearize): JAX shows it as a GradTracer with the tangent's type only.
+        if (isinstance(tangent, Tracer) and not isinstance(tangent, JVPTracer)
+                and (not isinstance(primal, Tracer) or primal._trace is not tangent._trace)):
+            return (f"GradTracer(primal={show(primal)}, "
+                    f"typeof(tangent)={tangent.aval.str_short()})")
+        return f"JVPTracer(primal={show(primal)}, tangent={show(tangent)})"
+
     def _origin(self) -> str:
         if isinstance(self.primal, Tracer):
             return self.primal._origin()

@@ -126,6 +126,9 @@ class BatchTracer(Tracer):
     def aval(self) -> ShapedArray:
         return _remove_axis(aval_of(self.val), self.batch_dim)
 
+    def _describe(self, type_of) -> str:
+        return f"VmapTracer(aval={type_of(self.aval)}, batched={type_of(aval_of(self.val))})"
+
     def _origin(self) -> str:
         return (f"The value is batched by {self._trace.description}, so it differs across "
                 "the batch and has no single concrete value.")

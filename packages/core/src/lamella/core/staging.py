@@ -58,6 +58,9 @@ class JaxprTracer(Tracer):
     def _creation_site(self):
         return next((e.source_info for e in self._trace.eqns if self._var in e.outvars), None)
 
+    def _describe(self, type_of) -> str:
+        return f"JitTracer({type_of(self.aval)})"  # JAX's name for a staged value
+
 
 class StagingTrace(Trace):
     """Records every primitive applied to its tracers as a jaxpr equation."""

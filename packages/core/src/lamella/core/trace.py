@@ -16,6 +16,7 @@ tracer differentiates only with respect to its own input. Traces that share a
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -145,7 +146,16 @@ class Tracer:
         return len(self.aval)
 
     def __repr__(self) -> str:
-        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+        return self._describe(_long_type)
+
+    def _describe(self, type_of: Callable[[Any], str]) -> str:
+        """The repr, in JAX's style (`JitTracer(float32[3])`, ...), with avals shown by
+        `type_of` (a layer whose values wrap tracers, e.g. PRNG keys, shows its own type)."""
+        return f"{type(self).__name__}({type_of(self.aval)})"
+
+
+def _long_type(aval: Any) -> str:
+    return aval.str_short(short_dtypes=False)
 
 
 def escaped_tracer_error(tracer: Tracer) -> UnexpectedTracerError:

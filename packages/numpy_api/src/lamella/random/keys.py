@@ -162,8 +162,9 @@ class PRNGKeyArray:
     flatten = ravel
 
     def __repr__(self) -> str:
-        if isinstance(self._base, Tracer):
-            return f"Traced<{self.dtype}{list(self.shape)}>"
+        if isinstance(self._base, Tracer):  # JAX's tracer reprs, with the key type
+            return self._base._describe(
+                lambda aval: f"{self.dtype}[{','.join(map(str, aval.shape[:-1]))}]")
         return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{np.asarray(self._base)}"
 
 
