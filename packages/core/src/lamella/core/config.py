@@ -224,6 +224,23 @@ jax2tf_associative_scan_reductions = config.define(
     "jax2tf_associative_scan_reductions", False,
     "How jax2tf lowers cumulative reductions in JAX. Only a TensorFlow export reads it, and "
     "lamella has none: accepted so configurations written for JAX load, changes nothing.")
+compilation_cache_dir = config.define(
+    "compilation_cache_dir",
+    os.environ.get("LAMELLA_COMPILATION_CACHE_DIR") or os.environ.get("JAX_COMPILATION_CACHE_DIR"),
+    "Directory of the persistent compilation cache (None: no cache). Compiled programs are "
+    "kept there across processes, keyed by program, compile options, jaxlib and device.")
+compilation_cache_max_size = config.define(
+    "compilation_cache_max_size", -1,
+    "Most bytes the persistent compilation cache may hold (-1: no bound); past it the least "
+    "recently used entries are removed.")
+persistent_cache_min_compile_time_secs = config.define(
+    "persistent_cache_min_compile_time_secs", 1.0,
+    "Only programs that took at least this long to compile are written to the persistent "
+    "compilation cache.")
+persistent_cache_min_entry_size_bytes = config.define(
+    "persistent_cache_min_entry_size_bytes", 0,
+    "Only compiled programs of at least this many bytes are written to the persistent "
+    "compilation cache.")
 _GUARDS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 transfer_guard_host_to_device = config.define(
     "transfer_guard_host_to_device", "allow",

@@ -29,7 +29,7 @@ from lamella.core.dispatch import Executor
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import Tracer, aval_of, current_trace, eval_trace
-from lamella.lax import debug_nans, runtime
+from lamella.lax import compilation_cache, debug_nans, runtime
 from lamella.lax.callbacks import run_calling_host
 from lamella.lax.lowering import LoweredModule, lower_closed_jaxpr
 from lamella.lax.tokens import AbstractToken, Token
@@ -159,7 +159,8 @@ class CompiledProgram:
             lowered.module, donated_args=donated,
             out_avals=[_physical_aval(a) for a in lowered.out_avals],
             compiler_options=dict(compiler_options or ()),
-            host_callbacks=lowered.host_callbacks)
+            host_callbacks=lowered.host_callbacks,
+            persistent_cache=compilation_cache.persistent_cache())
         # Programs that call Python back run from Python (never the C++ fast path), so
         # a callback's exception surfaces as itself.
         self.calls_host = bool(lowered.host_callbacks)

@@ -40,6 +40,7 @@ from lamella.lax.runtime.backends import (
     memory_limit,
     sharding_for,
 )
+from lamella.lax.runtime.compilation_cache import PersistentCache
 
 # ----------------------------------------------------------------------------
 # Compilation and execution.
@@ -253,6 +254,7 @@ def compile(
     out_avals: Sequence[Any] | None = None,
     compiler_options: dict[str, Any] | None = None,
     host_callbacks: Sequence[Callable[..., Any]] = (),
+    persistent_cache: PersistentCache | None = None,
 ) -> Executable:
     """Compile a StableHLO module (entry ``func.func public @main``) for one device.
 
@@ -265,6 +267,9 @@ def compile(
     ``compiler_options`` are XLA options (``{"xla_cpu_enable_fast_math": True}``).
     ``host_callbacks`` are the Python callables the module's
     ``xla_ffi_python_cpu_callback`` custom calls name by index.
+    ``persistent_cache`` loads the program from disk, or stores it there once
+    compiled; programs that call Python back are never cached (their callables
+    live only in this process).
 
     >>> from lamella.lax.mlir_context import parse_module
     >>> exe = compile(parse_module(
@@ -292,10 +297,15 @@ def compile(
             (str(k), v if isinstance(v, (bool, int, float)) else str(v))
             for k, v in compiler_options.items()]
     options.device_assignment = xc.DeviceAssignment.create(np.array([[target.id]], np.int32))
-    loaded = target.client.compile_and_load(
-        module, executable_devices=xc.DeviceList((target,)), compile_options=options,
-        host_callbacks=list(host_callbacks),
-    )
+    devices = xc.DeviceList((target,))
+    if persistent_cache is not None and not host_callbacks:
+        loaded = persistent_cache.compile_and_load(target.client, module, devices, options,
+                                                   target)
+    else:
+        loaded = target.client.compile_and_load(
+            module, executable_devices=devices, compile_options=options,
+            host_callbacks=list(host_callbacks),
+        )
     return Executable(
         loaded, target, _module_name(module), in_specs, avals, donated, device is not None
     )
