@@ -13,7 +13,7 @@ from lamella.core.structural import broadcast_in_dim
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.lowering import aval_to_ir_type, constant, hlo, register_lowering
-from lamella.lax.standard import check_out_sharding, standard_primitive
+from lamella.lax.standard import canonicalize_shape, check_out_sharding, standard_primitive
 
 __all__ = ["empty", "empty_p", "full", "full_like", "zeros_like_array"]
 
@@ -26,7 +26,7 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *,
     Array([3., 3.], dtype=float32, weak_type=True)
     """
     check_out_sharding("full", sharding)
-    shape = tuple(int(d) for d in shape)
+    shape = canonicalize_shape("full", shape)
     if np.ndim(fill_value) != 0:
         raise TypeError(f"full requires a scalar fill_value, got shape {np.shape(fill_value)}")
     weak = dtype is None and dtypes.is_weakly_typed(fill_value)
@@ -45,7 +45,7 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None,
     check_out_sharding("full_like", sharding)
     aval = aval_of(x)
     dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
-    shape = aval.shape if shape is None else tuple(shape)
+    shape = aval.shape if shape is None else canonicalize_shape("full_like", shape)
     scalar = convert_element_type(fill_value, dtype, aval.weak_type and dtype == aval.dtype)
     return broadcast_in_dim(scalar, shape, ()) if shape else scalar
 
@@ -68,12 +68,13 @@ def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
     (2,)
     """
     check_out_sharding("empty", out_sharding)
-    return empty_p.bind(shape=tuple(int(d) for d in shape), dtype=dtype, out_sharding=None)
+    return empty_p.bind(shape=canonicalize_shape("empty", shape), dtype=dtype,
+                        out_sharding=None)
 
 
 @empty_p.def_abstract_eval
 def _empty_abstract_eval(*, shape, dtype, out_sharding) -> ShapedArray:
-    return ShapedArray(shape, dtypes.canonicalize_dtype(dtype))
+    return ShapedArray(canonicalize_shape("empty", shape), dtypes.canonicalize_dtype(dtype))
 
 
 register_lowering(empty_p, lambda ctx, *, shape, dtype, out_sharding: [

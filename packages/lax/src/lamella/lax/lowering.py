@@ -97,6 +97,11 @@ def _physical(aval: ShapedArray) -> np.dtype:
 
 
 def _array_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
+    if any(d < 0 for d in aval.shape):
+        # A primitive whose abstract eval let a negative size through (each one should
+        # catch it): say so instead of MLIR's bare "invalid tensor dimension size".
+        raise TypeError(f"cannot lower a value of shape {aval.shape}: dimensions must be "
+                        ">= 0")
     return ir.RankedTensorType.get(list(aval.shape), element_type(_physical(aval)))
 
 

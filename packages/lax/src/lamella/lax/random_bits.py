@@ -60,6 +60,7 @@ from lamella.lax.shapes import (
 )
 from lamella.lax.standard import (
     broadcast_operands,
+    canonicalize_shape,
     check_out_sharding,
     elementwise_batcher,
     standard_primitive,
@@ -256,7 +257,7 @@ def threefry_split(key: Any, shape: Sequence[int] = (2,), *, partitionable: bool
     >>> threefry_split(np.array([0, 0], np.uint32), (2,)).shape
     (2, 2)
     """
-    shape = tuple(int(d) for d in shape)
+    shape = canonicalize_shape("threefry_split", shape)
     key1, key2 = _key_words(key)
     if partitionable:
         y1, y2 = threefry2x32(key1, key2, *_iota_2x32(shape))
@@ -306,7 +307,7 @@ def threefry_random_bits(key: Any, bit_width: int, shape: Sequence[int], *,
     if bit_width == 64 and not config.read("enable_x64"):
         raise ValueError("64-bit random bits need x64: enable it with "
                          "lamella.core.config.update('enable_x64', True)")
-    shape = tuple(int(d) for d in shape)
+    shape = canonicalize_shape("threefry_random_bits", shape)
     dtype = _UINT_DTYPES[bit_width]
     key1, key2 = _key_words(key)
     if partitionable:
@@ -376,7 +377,8 @@ def rng_bit_generator(key: Any, shape: Sequence[int], dtype: Any = np.uint32,
     if dtype not in _RBG_DTYPES:
         raise TypeError(f"rng_bit_generator: unsupported dtype {dtype.name}; use an unsigned "
                         "integer type (uint8, uint16, uint32, uint64)")
-    return tuple(rng_bit_generator_p.bind(key, shape=tuple(int(d) for d in shape), dtype=dtype,
+    shape = canonicalize_shape("rng_bit_generator", shape)
+    return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dtype,
                                           algorithm=RandomAlgorithm(algorithm),
                                           out_sharding=None))
 
@@ -387,7 +389,8 @@ def _rng_bit_generator_abstract_eval(key: ShapedArray, *, shape, dtype, algorith
     if (key.shape, key.dtype) not in (((4,), _U32), ((2,), np.dtype(np.uint64))):
         raise TypeError("rng_bit_generator key must be uint32[4] or uint64[2], got "
                         f"{key.dtype.name}{list(key.shape)}")
-    return [ShapedArray(key.shape, key.dtype), ShapedArray(shape, dtype)]
+    return [ShapedArray(key.shape, key.dtype),
+            ShapedArray(canonicalize_shape("rng_bit_generator", shape), dtype)]
 
 
 def _rng_bit_generator_lowering(ctx, key, *, shape, dtype, algorithm, out_sharding):
@@ -437,7 +440,7 @@ def rng_uniform(a: Any, b: Any, shape: Sequence[int]) -> Any:
     >>> out.shape, bool(((out >= 0) & (out < 1)).all())
     ((3,), True)
     """
-    return rng_uniform_p.bind(a, b, shape=tuple(int(d) for d in shape))
+    return rng_uniform_p.bind(a, b, shape=canonicalize_shape("rng_uniform", shape))
 
 
 @rng_uniform_p.def_abstract_eval
@@ -447,7 +450,7 @@ def _rng_uniform_abstract_eval(a: ShapedArray, b: ShapedArray, *, shape) -> Shap
                         f"{a.str_short()} and {b.str_short()}")
     if a.dtype.kind not in "iuf" and a.dtype.name != "bfloat16":
         raise TypeError(f"rng_uniform: a and b must be integers or floats, got {a.dtype.name}")
-    return ShapedArray(shape, a.dtype)
+    return ShapedArray(canonicalize_shape("rng_uniform", shape), a.dtype)
 
 
 def _rng_uniform_lowering(ctx, a, b, *, shape):

@@ -19,6 +19,7 @@ Array([[0., 0., 0., 1., 0., 2.],
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -38,6 +39,7 @@ from lamella.lax.standard import (
     COMPLEX,
     INEXACT,
     NUMBER,
+    canonicalize_shape,
     category,
     check_dtypes,
     check_out_sharding,
@@ -55,6 +57,7 @@ __all__ = [
 
 
 def _canonicalize_axis(axis: int, ndim: int) -> int:
+    axis = operator.index(axis)
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of bounds for an array of rank {ndim}")
     return axis % ndim if ndim else axis
@@ -86,7 +89,7 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int],
     (3, 2)
     """
     check_out_sharding("broadcast_in_dim", out_sharding)
-    return structural.broadcast_in_dim(operand, tuple(int(d) for d in shape),
+    return structural.broadcast_in_dim(operand, canonicalize_shape("broadcast_in_dim", shape),
                                        tuple(int(d) for d in broadcast_dimensions))
 
 
@@ -98,7 +101,7 @@ def broadcast(operand: Any, sizes: Sequence[int], *, out_sharding: Any = None) -
     """
     check_out_sharding("broadcast", out_sharding)
     ndim = aval_of(operand).ndim
-    sizes = tuple(int(d) for d in sizes)
+    sizes = canonicalize_shape("broadcast", sizes)
     return broadcast_in_dim(operand, sizes + aval_of(operand).shape,
                             range(len(sizes), len(sizes) + ndim))
 
@@ -126,7 +129,7 @@ def reshape(operand: Any, new_sizes: Sequence[int],
            [2., 5.]], dtype=float32)
     """
     check_out_sharding("reshape", out_sharding)
-    new_sizes = tuple(int(d) for d in new_sizes)
+    new_sizes = canonicalize_shape("reshape", new_sizes)
     if dimensions is not None:
         operand = transpose(operand, dimensions)
     if aval_of(operand).shape == new_sizes and _is_lamella_value(operand):
@@ -861,14 +864,14 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
            [0, 1, 2]], dtype=int32)
     """
     check_out_sharding("broadcasted_iota", out_sharding)
-    shape = tuple(int(d) for d in shape)
+    shape = canonicalize_shape("broadcasted_iota", shape)
     return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
                        dimension=_canonicalize_axis(int(dimension), len(shape)), sharding=None)
 
 
 @iota_p.def_abstract_eval
 def _iota_abstract_eval(*, dtype, shape, dimension, sharding) -> ShapedArray:
-    aval = ShapedArray(shape, dtype)
+    aval = ShapedArray(canonicalize_shape("iota", shape), dtype)
     check_dtypes("iota", NUMBER, aval)
     if not 0 <= dimension < len(shape) or any(d < 0 for d in shape):
         raise TypeError(f"iota dimension {dimension} must be an axis of the non-negative "

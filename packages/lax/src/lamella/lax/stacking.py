@@ -18,6 +18,7 @@ Array([[1., 3.],
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -160,7 +161,11 @@ def tile(operand: Any, reps: Sequence[int]) -> Any:
     Array([[1., 2., 1., 2.],
            [1., 2., 1., 2.]], dtype=float32)
     """
-    return tile_p.bind(operand, reps=tuple(int(r) for r in reps))
+    try:
+        reps = tuple(operator.index(r) for r in reps)
+    except TypeError:
+        raise TypeError(f"tile: reps must be a sequence of integers, got {reps!r}") from None
+    return tile_p.bind(operand, reps=reps)
 
 
 @tile_p.def_abstract_eval

@@ -16,6 +16,7 @@ Dtypes are never promoted.
 from __future__ import annotations
 
 import builtins
+import operator
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -110,6 +111,32 @@ def const(example: Any, value: Any) -> Any:
         kind = aval.dtype.kind
         return complex(value) if kind == "c" else int(value) if kind in "iu" else float(value)
     return np.array(value, aval.dtype)
+
+
+def canonicalize_shape(name: str, shape: Any) -> tuple[int, ...]:
+    """`shape` (a sequence of concrete integers, or one integer) as a tuple of Python
+    ints; a TypeError naming `name` otherwise. Every shape-taking primitive checks its
+    shape here, so a fractional, traced or negative dimension is the user's error and
+    never reaches the compiler (MLIR's bare "invalid tensor dimension size").
+
+    >>> canonicalize_shape("full", (2, np.int64(3)))
+    (2, 3)
+    >>> canonicalize_shape("full", (2, -1))
+    Traceback (most recent call last):
+    ...
+    TypeError: full: shape (2, -1) has a negative dimension; every dimension must be >= 0
+    """
+    if isinstance(shape, (int, np.integer)) or getattr(shape, "ndim", None) == 0:
+        shape = (shape,)  # one integer (or a 0-d integer array) is a rank-1 shape
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{name}: shapes must be sequences of concrete integers, got "
+                        f"{shape!r}") from None
+    if builtins.any(d < 0 for d in dims):
+        raise TypeError(f"{name}: shape {dims} has a negative dimension; every dimension "
+                        "must be >= 0")
+    return dims
 
 
 def check_out_sharding(name: str, out_sharding: Any) -> None:
