@@ -153,9 +153,12 @@ def test_polar_ill_conditioned_batched_derivatives():
     u, p = la.polar(batch)
     close(u @ p, batch, np.float32, 16)
     b = matrix(8, (4, 3), np.float64)
-    # Both methods share the unitary factor's JVP; p = u^H a follows by the chain rule.
-    check_derivatives(lc.jit(lambda b: lnp.concatenate(la.polar(b, "left"), axis=1)), [b],
-                      rtol=1e-5, atol=1e-5)
+    # Both methods share the unitary factor's JVP; p = u^H a (a u^H) follows by the chain
+    # rule, on either side of tall and wide matrices.
+    for m, side, method in ((b, "left", "qdwh"), (b, "right", "qdwh"), (b.T, "left", "qdwh"),
+                            (b, "right", "svd")):
+        check_derivatives(lc.jit(lambda m, side=side, method=method: lnp.concatenate(
+            [x.ravel() for x in la.polar(m, side, method=method)])), [m], rtol=1e-5, atol=1e-5)
     check_vmap(lambda b: la.polar(b)[0], [b.astype(np.float32)])
 
 
