@@ -13,7 +13,7 @@ from lamella.core import ShapedArray, ad, dtypes
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.fill import full_like
-from lamella.lax.logical import eq, ge, select
+from lamella.lax.logical import complex_choose, eq, ge, select
 from lamella.lax.lowering import aval_to_ir_type, chlo, constant, hlo, register_lowering
 from lamella.lax.mlir_context import dtype_of, shape_and_dtype
 from lamella.lax.rounding import floor
@@ -386,8 +386,13 @@ def _abs_jvp(primals, tangents):
 ad.primitive_jvps[abs_p] = _abs_jvp
 
 # --- max, min -----------------------------------------------------------------
-max_p = naryop("max", ANY, hlo.maximum)
-min_p = naryop("min", ANY, hlo.minimum)
+def _minmax_lowering(real_op: Callable, direction: str) -> Callable:
+    return lambda x, y: (complex_choose(x, y, direction) if dtype_of(x).kind == "c"
+                         else real_op(x, y))
+
+
+max_p = naryop("max", ANY, _minmax_lowering(hlo.maximum, "GT"))
+min_p = naryop("min", ANY, _minmax_lowering(hlo.minimum, "LT"))
 max = binary_op(max_p)
 min = binary_op(min_p)
 

@@ -57,6 +57,21 @@ eq_to_p, _ = _comparison("eq_to", "EQ", ANY, total_order=True)
 le_to_p, _ = _comparison("le_to", "LE", _ORDERED, total_order=True)
 lt_to_p, _ = _comparison("lt_to", "LT", _ORDERED, total_order=True)
 
+def complex_choose(x: ir.Value, y: ir.Value, direction: str) -> ir.Value:
+    """Lowering of a complex max ("GT") or min ("LT"): x or y in the lexicographic
+    order of (real, imag), as JAX orders complex numbers, with float comparisons and
+    a select. XLA's own complex maximum/minimum must never reach its simplifier: it
+    rewrites min(max(x, lo), hi) into a clamp and aborts the process comparing
+    complex numbers (MinMaxToClamp)."""
+    def compare(a, b, how):
+        return hlo.compare(a, b, hlo.ComparisonDirectionAttr.get(how),
+                           compare_type=hlo.ComparisonTypeAttr.get("FLOAT"))
+    rx, ry = hlo.real(x), hlo.real(y)
+    pick_x = hlo.select(compare(rx, ry, "EQ"), compare(hlo.imag(x), hlo.imag(y), direction),
+                        compare(rx, ry, direction))
+    return hlo.select(pick_x, x, y)
+
+
 # --- select_n -----------------------------------------------------------------
 select_n_p = standard_primitive("select_n")
 
@@ -162,7 +177,8 @@ def clamp(min, x, max):
 
 @clamp_p.def_abstract_eval
 def _clamp_abstract_eval(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> ShapedArray:
-    check_dtypes("clamp", ("signed integer", "unsigned integer", "floating"), x)
+    check_dtypes("clamp", ("signed integer", "unsigned integer", "floating",
+                           "complex floating"), x)
     check_same_dtypes("clamp", lo, x, hi)
     for bound in (lo, hi):
         if bound.shape and bound.shape != x.shape:
@@ -175,6 +191,8 @@ def _clamp_lowering(ctx, lo, x, hi):
     shape = ctx.avals_out[0].shape
     lo, hi = (b if ctx.avals_in[i].shape == shape
               else hlo.broadcast_in_dim(x.type, b, []) for i, b in ((0, lo), (2, hi)))
+    if dtype_of(x).kind == "c":
+        return [complex_choose(complex_choose(x, lo, "GT"), hi, "LT")]
     return [hlo.clamp(lo, x, hi)]
 
 

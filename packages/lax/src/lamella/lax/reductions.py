@@ -38,7 +38,7 @@ from lamella.lax.arithmetic import min as lax_min
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.core_lowerings import reduce_with
 from lamella.lax.fill import full_like
-from lamella.lax.logical import and_p, eq, ne, or_p, select, xor_p
+from lamella.lax.logical import and_p, complex_choose, eq, ne, or_p, select, xor_p
 from lamella.lax.lowering import (
     aval_to_ir_type,
     closed_consts,
@@ -51,6 +51,7 @@ from lamella.lax.lowering import (
 from lamella.lax.shapes import pad
 from lamella.lax.standard import (
     BOOL,
+    COMPLEX,
     FLOAT,
     INT,
     NUMBER,
@@ -198,17 +199,25 @@ def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
     """
     aval = aval_of(operand)
     check_dtypes("reduce_sum", NUMBER, aval)
-    return reduce_sum_p.bind(operand, axes=_canonical_axes("reduce_sum", axes, aval.ndim))
+    return reduce_sum_p.bind(operand, axes=_canonical_axes("reduce_sum", axes, aval.ndim),
+                             out_sharding=None)
 
 
 reduce_prod_p, reduce_prod = _reduction(
     "reduce_prod", NUMBER, lambda dtype: np.ones((), dtype), lambda dtype: hlo.multiply)
+def _chooser(bool_op: Callable, real_op: Callable, direction: str) -> Callable:
+    # Complex numbers are ordered lexicographically (real, imag), as in JAX.
+    def combine(dtype: np.dtype) -> Callable:
+        if dtype.kind == "c":
+            return functools.partial(complex_choose, direction=direction)
+        return bool_op if dtype == np.dtype(bool) else real_op
+    return combine
+
+
 reduce_max_p, reduce_max = _reduction(
-    "reduce_max", _ORDERED, _lowest,
-    lambda dtype: hlo.or_ if dtype == np.dtype(bool) else hlo.maximum)
+    "reduce_max", (*_ORDERED, COMPLEX), _lowest, _chooser(hlo.or_, hlo.maximum, "GT"))
 reduce_min_p, reduce_min = _reduction(
-    "reduce_min", _ORDERED, _highest,
-    lambda dtype: hlo.and_ if dtype == np.dtype(bool) else hlo.minimum)
+    "reduce_min", (*_ORDERED, COMPLEX), _highest, _chooser(hlo.and_, hlo.minimum, "LT"))
 # All bits set is the identity of `and`: True for booleans, -1 (or the maximum) for integers.
 reduce_and_p, reduce_and = _reduction(
     "reduce_and", (BOOL,) + INT, lambda dtype: ~np.zeros((), dtype), lambda dtype: hlo.and_)
@@ -264,7 +273,7 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
     x, t = _axes_to_front(x, axes), _axes_to_front(t, axes)
     before = _pad_axis(cumprod(x, 0), 1, 0, 1, -1)
     after = _pad_axis(cumprod(x, 0, reverse=True), 1, 0, -1, 1)
-    return out, reduce_sum_p.bind(mul(t, mul(before, after)), axes=(0,))
+    return out, reduce_sum_p.bind(mul(t, mul(before, after)), axes=(0,), out_sharding=None)
 
 
 def _chooser_jvp(prim):
@@ -275,8 +284,8 @@ def _chooser_jvp(prim):
         shape = aval_of(x).shape
         chosen = eq(x, broadcast_in_dim(out, shape, _kept_axes(len(shape), axes)))
         weight = convert_element_type(chosen, aval_of(t).dtype)
-        count = reduce_sum_p.bind(weight, axes=axes)
-        return out, div(reduce_sum_p.bind(mul(t, weight), axes=axes), count)
+        count = reduce_sum_p.bind(weight, axes=axes, out_sharding=None)
+        return out, div(reduce_sum_p.bind(mul(t, weight), axes=axes, out_sharding=None), count)
     return jvp
 
 
@@ -419,7 +428,8 @@ def reduce(operands: Any, init_values: Any, computation: Callable, dimensions: S
     if len(flat_operands) == 1:
         monoid = _monoid_reduction(jaxpr, flat_inits[0])
         if monoid is not None:
-            return tree_unflatten(tree, [monoid.bind(flat_operands[0], axes=dimensions)])
+            extra = {"out_sharding": None} if monoid is reduce_sum_p else {}
+            return tree_unflatten(tree, [monoid.bind(flat_operands[0], axes=dimensions, **extra)])
     outs = reduce_p.bind(*flat_operands, *flat_inits, computation=computation, jaxpr=jaxpr,
                          dimensions=dimensions)
     return tree_unflatten(tree, outs)
@@ -653,7 +663,7 @@ def _scan_jvp(prim, step: Callable, identity: Callable[[np.dtype], Any]):
 
 
 def _cumulative(name: str, accepted, identity: Callable[[np.dtype], Any],
-                combine: Callable):
+                combine: Callable[[np.dtype], Callable]):
     prim = standard_primitive(name)
 
     @prim.def_abstract_eval
@@ -677,7 +687,7 @@ def _cumulative(name: str, accepted, identity: Callable[[np.dtype], Any],
         scalar = _scalar_type(aval.dtype)
         block = op.regions[0].blocks.append(scalar, scalar)
         with ir.InsertionPoint(block):
-            hlo.return_([combine(*block.arguments)])
+            hlo.return_([combine(aval.dtype)(*block.arguments)])
         return list(op.results)
 
     def batch(args, dims, *, axis, reverse):
@@ -694,13 +704,16 @@ def _cumulative(name: str, accepted, identity: Callable[[np.dtype], Any],
     return prim, wrapper
 
 
-cumsum_p, cumsum = _cumulative("cumsum", NUMBER, lambda dtype: np.zeros((), dtype), hlo.add)
+cumsum_p, cumsum = _cumulative("cumsum", NUMBER, lambda dtype: np.zeros((), dtype),
+                               lambda dtype: hlo.add)
 cumprod_p, cumprod = _cumulative("cumprod", NUMBER, lambda dtype: np.ones((), dtype),
-                                 hlo.multiply)
-cummax_p, cummax = _cumulative("cummax", (SINT, UINT, FLOAT), _lowest, hlo.maximum)
-cummin_p, cummin = _cumulative("cummin", (SINT, UINT, FLOAT), _highest, hlo.minimum)
+                                 lambda dtype: hlo.multiply)
+cummax_p, cummax = _cumulative("cummax", (SINT, UINT, FLOAT, COMPLEX), _lowest,
+                               _chooser(hlo.or_, hlo.maximum, "GT"))
+cummin_p, cummin = _cumulative("cummin", (SINT, UINT, FLOAT, COMPLEX), _highest,
+                               _chooser(hlo.and_, hlo.minimum, "LT"))
 cumlogsumexp_p, cumlogsumexp = _cumulative("cumlogsumexp", (FLOAT,), _lowest,
-                                           _logaddexp_lowering)
+                                           lambda dtype: _logaddexp_lowering)
 
 cumsum.__doc__ = """Running sums along `axis` (from the end if `reverse`).
 

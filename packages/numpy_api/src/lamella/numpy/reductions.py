@@ -94,13 +94,14 @@ def _is_inexact(x: Any) -> bool:
 def _lowest(dtype: np.dtype) -> Any:
     if dtype.kind == "b":
         return False
-    return -np.inf if dtype.kind == "f" or dtype.name == "bfloat16" else np.iinfo(dtype).min
+    # Complex numbers order lexicographically: -inf (+0j) is below every one of them.
+    return -np.inf if dtype.kind in "fc" or dtype.name == "bfloat16" else np.iinfo(dtype).min
 
 
 def _highest(dtype: np.dtype) -> Any:
     if dtype.kind == "b":
         return True
-    return np.inf if dtype.kind == "f" or dtype.name == "bfloat16" else np.iinfo(dtype).max
+    return np.inf if dtype.kind in "fc" or dtype.name == "bfloat16" else np.iinfo(dtype).max
 
 
 # --- argument handling -----------------------------------------------------------------

@@ -636,6 +636,11 @@ def clip(arr: Any = None, /, min: Any = None, max: Any = None) -> Any:  # noqa: 
     """
     if arr is None:
         raise ValueError("No input was provided to the clip function: pass the array to clip")
+    if any(v is not None and _is_complex(v) for v in (arr, min, max)):
+        # As JAX: maximum/minimum order complex numbers, but clip refuses them.
+        raise ValueError("clip got a complex value (the array or a bound): complex numbers "
+                         "have no natural order to clip by; clip their real or imaginary "
+                         "parts (lamella.numpy.real / imag) instead")
     if min is not None:
         arr = maximum(min, arr)
     if max is not None:
@@ -911,9 +916,15 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
 
 
 # --- comparisons and logic ---------------------------------------------------------------
-def _comparison(name: str, fn: Callable[[Any, Any], Any], doc: str) -> Callable[[Any, Any], Any]:
+def _comparison(name: str, fn: Callable[[Any, Any], Any], doc: str,
+                ordering: bool = False) -> Callable[[Any, Any], Any]:
     def compare(x: Any, y: Any, /) -> Any:
         x, y = _promote_and_align(name, x, y)
+        if ordering and _is_complex(x):
+            # Complex numbers order lexicographically on (real, imag), as in JAX.
+            real_x, real_y = lax.real(x), lax.real(y)
+            return _strong(lax.select(lax.eq(real_x, real_y), fn(lax.imag(x), lax.imag(y)),
+                                      fn(real_x, real_y)))
         return _strong(fn(x, y))
     compare.__name__ = compare.__qualname__ = name
     compare.__doc__ = doc
@@ -926,10 +937,15 @@ equal = _comparison("equal", lax.eq, """Elementwise x1 == x2.
     Array([False,  True], dtype=bool)
     """)
 not_equal = _comparison("not_equal", lax.ne, "Elementwise x1 != x2.")
-less = _comparison("less", lax.lt, "Elementwise x1 < x2.")
-less_equal = _comparison("less_equal", lax.le, "Elementwise x1 <= x2.")
-greater = _comparison("greater", lax.gt, "Elementwise x1 > x2.")
-greater_equal = _comparison("greater_equal", lax.ge, "Elementwise x1 >= x2.")
+less = _comparison("less", lax.lt, """Elementwise x1 < x2 (complex numbers in the
+    lexicographic order of (real, imag), as JAX orders them).
+
+    >>> less(np.complex64([1 + 1j, 1 + 0j]), np.complex64([1 + 0j, 1 + 1j]))
+    Array([False,  True], dtype=bool)
+    """, ordering=True)
+less_equal = _comparison("less_equal", lax.le, "Elementwise x1 <= x2.", ordering=True)
+greater = _comparison("greater", lax.gt, "Elementwise x1 > x2.", ordering=True)
+greater_equal = _comparison("greater_equal", lax.ge, "Elementwise x1 >= x2.", ordering=True)
 
 
 def _truth(x: Any) -> Any:

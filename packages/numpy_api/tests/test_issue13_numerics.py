@@ -1,0 +1,96 @@
+"""Issue 13, numerics: numbers JAX defines where lamella used to differ, valid input it
+used to refuse, and errors it used to leave unclear; each case was checked against
+JAX 0.10.2 (the expected values below are JAX's).
+
+Programs are few and small and jitted once at module level, so the file compiles
+little; the one that used to abort the process runs in a subprocess.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lamella.core as lc
+import lamella.lax as lax
+import lamella.numpy as lnp
+
+# --- complex max/min/comparisons: lexicographic on (real, imag), as JAX -------------
+# Parts from a small grid so that equal real parts (the imaginary tie-break) are common.
+_PART = st.sampled_from([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0])
+_COMPLEX = st.builds(complex, _PART, _PART)
+_PAIRS = st.lists(st.tuples(_COMPLEX, _COMPLEX), min_size=1, max_size=6)
+
+
+def _key(z: complex) -> tuple[float, float]:
+    return (z.real, z.imag)
+
+
+@settings(max_examples=30, deadline=None)
+@given(_PAIRS)
+def test_complex_maximum_minimum_and_orderings_are_lexicographic(pairs):
+    x = np.complex64([a for a, _ in pairs])
+    y = np.complex64([b for _, b in pairs])
+    np.testing.assert_array_equal(
+        lnp.maximum(x, y), [a if _key(a) > _key(b) else b for a, b in zip(x, y)])
+    np.testing.assert_array_equal(
+        lnp.minimum(x, y), [a if _key(a) < _key(b) else b for a, b in zip(x, y)])
+    for name, fn in [("less", np.less), ("less_equal", np.less_equal),
+                     ("greater", np.greater), ("greater_equal", np.greater_equal)]:
+        # NumPy orders complex numbers lexicographically too.
+        np.testing.assert_array_equal(getattr(lnp, name)(x, y), fn(x, y), err_msg=name)
+    np.testing.assert_array_equal(x < y, np.less(x, y))
+
+
+def test_complex_max_of_zero_breaks_the_tie_on_the_imaginary_part():
+    # Real parts equal (0): 0 has the larger imaginary part.
+    assert complex(lnp.maximum(0 - 1j, 0)) == 0j
+    assert complex(lnp.minimum(0 - 1j, 0)) == -1j
+    assert complex(lax.max(np.complex64(-1j), np.complex64(0))) == 0j
+    assert bool(lnp.array(1 + 1j) >= lnp.array(1 + 0j))
+
+
+_relu6 = lc.jit(lambda x: lnp.minimum(lnp.maximum(x, 0), 6))
+
+
+def test_complex_relu6_compiles_without_killing_the_process():
+    # XLA's simplifier turned min(max(x, 0), 6) on complex numbers into a clamp and
+    # aborted (MinMaxToClamp: "unhandled direction for conversion to Comparison").
+    program = ("import lamella.core as lc, lamella.numpy as lnp\n"
+               "f = lc.jit(lambda x: lnp.minimum(lnp.maximum(x, 0), 6))\n"
+               "print(complex(f(lnp.complex64(7 + 1j))))\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "(6+0j)"
+    x = np.complex64([1 + 1j, -1 + 0j, 0 - 1j, 6 + 1j, 6 - 1j])
+    np.testing.assert_array_equal(_relu6(x), [1 + 1j, 0, 0, 6, 6 - 1j])
+    np.testing.assert_array_equal(lax.clamp(np.complex64(0), x, np.complex64(6)),
+                                  [1 + 1j, 0, 0, 6, 6 - 1j])
+
+
+def test_complex_reductions_choose_lexicographically():
+    x = np.complex64([[0 - 1j, 0, -1 + 5j], [np.nan, 1 + 1j, 1 + 2j]])
+    # JAX's values, NaN included (a comparison with NaN is false, so it never wins).
+    np.testing.assert_array_equal(lnp.max(x, axis=1), [0, 1 + 2j])
+    np.testing.assert_array_equal(lax.reduce_min(x, (1,)), [-1 + 5j, 1 + 1j])
+    assert complex(lnp.min(x)) == 1 + 1j
+    assert complex(lnp.nanmax(x)) == 1 + 2j
+    np.testing.assert_array_equal(lax.cummax(x[0]), [-1j, 0, 0])
+    assert complex(lax.reduce_max(np.zeros(0, np.complex64), (0,))) == complex(-np.inf, 0)
+    np.testing.assert_array_equal(lc.grad(lambda z: lnp.max(z).real)(x[0]), [0, 1, 0])
+
+
+def test_clip_refuses_complex_values_as_jax():
+    with pytest.raises(ValueError, match="complex"):
+        lnp.clip(np.complex64([1 + 1j]), 0, 6)
+    with pytest.raises(ValueError, match="complex"):
+        lnp.clip(np.float32([1.0]), 0j, 6)
+
+
+def test_argmax_of_complex_is_a_type_error_as_jax():
+    with pytest.raises(TypeError, match="complex64"):
+        lnp.argmax(np.complex64([1j, 2]))
