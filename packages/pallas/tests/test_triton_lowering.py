@@ -373,3 +373,13 @@ def test_cpu_lowering_and_interpret_mode_have_no_custom_call():
     interpreted = lambda x: pl.pallas_call(ex.add_vectors_kernel, out_shape=S((16,), F32),  # noqa
                                            interpret=True)(x, x)
     assert "triton" not in gpu_stablehlo(interpreted, x)
+
+
+def test_calls_inline_and_debug_print_is_tt_print():
+    inner = lc.jit(lambda v: jnp.logaddexp(v, 0.0))  # a jit with a custom_jvp inside
+
+    def k(x_ref, o_ref):
+        pl.debug_print("x0 {}", x_ref[0])
+        o_ref[...] = inner(x_ref[...])
+    text = asm_of(whole(k, S((8,), F32)), f32(8))
+    assert 'tt.print "x0 "' in text and "__nv_log1pf" in text and "func.call" not in text
