@@ -19,6 +19,7 @@ from lamella.core import (
                                    dlpack,
                                    dtypes,
                                    errors,
+                                   export,
                                    partial_eval,
                                    stages,
                                    state,

@@ -449,6 +449,7 @@ _runtime.set_x64(_config.read("enable_x64"))
 _runtime.set_disable_jit(_config.read("disable_jit"))
 _flags.mirror_config_in_jaxlib()
 from lamella.lax import checkify_rules as _checkify_rules  # noqa: E402, F401  (after all primitives)
+from lamella.lax import exported_call as _exported_call  # noqa: E402, F401  (export's runtime half)
 
 _tree_util.on_register(_runtime.register_pytree_node)  # custom pytrees stay on the C++ path
 _core_errors.JaxRuntimeError = _runtime.XlaRuntimeError  # what XLA raises

@@ -1,0 +1,146 @@
+"""Records `jax.export` artifacts for tests/test_export.py, and checks lamella's artifacts in JAX.
+
+Three modes, each run by the interpreter that has the package it imports:
+
+    /tmp/jaxenv/bin/python benchmarks/record_jax_exports.py record
+        JAX 0.10.2 exports the functions below; writes tests/data/jax_exports/<name>.exported
+        (JAX's bytes) and <name>.npz (inputs, JAX's outputs, and gradients where vjp'd).
+    python benchmarks/record_jax_exports.py lamella-export DIR      (lamella's venv)
+        lamella exports the same functions into DIR, with lamella's outputs.
+    /tmp/jaxenv/bin/python benchmarks/record_jax_exports.py check DIR
+        JAX deserializes lamella's artifacts, calls them (and their VJPs) and compares.
+
+Needs `flatbuffers` in the JAX venv (jax.export's serializer imports it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "jax_exports")
+
+
+def cases(jax, jnp, lax):
+    """name -> (function, inputs, vjp?, platforms); written once for both libraries."""
+    rng = np.random.default_rng(0)
+    x3 = rng.standard_normal(3).astype(np.float32)
+    m = rng.standard_normal((4, 4)).astype(np.float32)
+    spd = (m @ m.T + 4 * np.eye(4)).astype(np.float32)
+    return {
+        "pytree_sin": (lambda x, y: {"a": jnp.sin(x) * y, "b": (x + 1.0, [y])},
+                       (x3, np.float32(1.5)), True, None),
+        "matmul_tanh": (lambda a, b: jnp.tanh(a @ b).sum(axis=0),
+                        (m, rng.standard_normal((4, 2)).astype(np.float32)), True, None),
+        "integer_ops": (lambda i, j: (jnp.argmax(i), jnp.where(i > j, i, j * 2), i.astype(bool)),
+                        (np.array([3, -1, 7, 2], np.int32), np.int32(2)), False, None),
+        "unused_argument": (lambda x, unused, z: x * z, (x3, np.float32(0), x3), True, None),
+        "cholesky_solve": (lambda a, b: jnp.linalg.solve(a, b) + jnp.linalg.cholesky(a)[:, 0],
+                           (spd, rng.standard_normal(4).astype(np.float32)), True, None),
+        "float64_cumsum": (lambda x: jnp.cumsum(x * x), (np.linspace(0, 1, 5),), False, None),
+        "two_platforms": (lambda x: jnp.exp(x) - 1.0, (x3,), False, ("cpu", "cuda")),
+        "scan_loop": (lambda x: lax.scan(lambda c, v: (c * 0.5 + v, c), 0.0, x),
+                      (x3,), True, None),
+    }
+
+
+def _cotangents(outs):
+    return [np.ones(np.shape(o), np.asarray(o).dtype) for o in outs]
+
+
+def record() -> None:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    from jax import export, lax
+
+    os.makedirs(DATA, exist_ok=True)
+    for name, (fun, args, with_vjp, platforms) in cases(jax, jnp, lax).items():
+        exp = export.export(jax.jit(fun), platforms=platforms)(*args)
+        blob = exp.serialize(vjp_order=1 if with_vjp else 0)
+        with open(os.path.join(DATA, f"{name}.exported"), "wb") as f:
+            f.write(blob)
+        outs = jax.tree_util.tree_leaves(exp.call(*args))
+        record = {f"arg{i}": np.asarray(a) for i, a in enumerate(args)}
+        record.update({f"out{i}": np.asarray(o) for i, o in enumerate(outs)})
+        if with_vjp:
+            flat_args = jax.tree_util.tree_leaves(args)
+            _, pullback = jax.vjp(lambda *a, e=exp: jax.tree_util.tree_leaves(e.call(*a)),
+                                  *flat_args)
+            cts = pullback(_cotangents(outs))
+            record.update({f"ct{i}": np.asarray(c) for i, c in enumerate(cts)})
+        np.savez(os.path.join(DATA, f"{name}.npz"), **record)
+        print(f"recorded {name}: {len(blob)} bytes, kept {exp.module_kept_var_idx}")
+
+
+def lamella_export(directory: str) -> None:
+    import lamella.core as lc
+    import lamella.lax as lax
+    import lamella.numpy as jnp
+    from lamella.core import export
+
+    lc.config.update("jax_enable_x64", True)
+    os.makedirs(directory, exist_ok=True)
+    for name, (fun, args, with_vjp, platforms) in cases(lc, jnp, lax).items():
+        if platforms is not None:
+            continue  # lamella exports for its own platform only
+        exp = export.export(lc.jit(fun))(*args)
+        with open(os.path.join(directory, f"{name}.exported"), "wb") as f:
+            f.write(export.serialize(exp, vjp_order=1 if with_vjp else 0))
+        outs = lc.tree_util.tree_leaves(exp.call(*args))
+        record = {f"arg{i}": np.asarray(a) for i, a in enumerate(args)}
+        record.update({f"out{i}": np.asarray(o) for i, o in enumerate(outs)})
+        if with_vjp:
+            flat_args = lc.tree_util.tree_leaves(args)
+            _, pullback = lc.vjp(lambda *a, e=exp: lc.tree_util.tree_leaves(e.call(*a)), *flat_args)
+            cts = pullback(_cotangents(outs))
+            record.update({f"ct{i}": np.asarray(c) for i, c in enumerate(cts)})
+        np.savez(os.path.join(directory, f"{name}.npz"), **record)
+        print(f"lamella exported {name}")
+
+
+def check(directory: str) -> None:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from jax import export
+
+    failures = 0
+    for file in sorted(os.listdir(directory)):
+        if not file.endswith(".exported"):
+            continue
+        name = file[:-len(".exported")]
+        with open(os.path.join(directory, file), "rb") as f:
+            exp = export.deserialize(bytearray(f.read()))
+        data = np.load(os.path.join(directory, f"{name}.npz"))
+        args = [data[f"arg{i}"] for i in range(len(exp.in_avals))]
+        args = jax.tree_util.tree_unflatten(exp.in_tree, args)[0]
+        outs = jax.tree_util.tree_leaves(exp.call(*args))
+        ok = all(np.allclose(np.asarray(o), data[f"out{i}"], rtol=1e-5, atol=1e-6)
+                 for i, o in enumerate(outs))
+        note = ""
+        if exp.has_vjp():
+            flat = jax.tree_util.tree_leaves(args)
+            _, pullback = jax.vjp(lambda *a, e=exp: jax.tree_util.tree_leaves(e.call(*a)), *flat)
+            cts = pullback(_cotangents(outs))
+            ok = ok and all(np.allclose(np.asarray(c), data[f"ct{i}"], rtol=1e-5, atol=1e-6)
+                            for i, c in enumerate(cts))
+            note = f", and its VJP ({len(cts)} cotangents, lamella's values)"
+        failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: JAX ran lamella's export{note}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else "record"
+    if mode == "record":
+        record()
+    elif mode == "lamella-export":
+        lamella_export(sys.argv[2])
+    elif mode == "check":
+        check(sys.argv[2])
+    else:
+        raise SystemExit(__doc__)

@@ -1,0 +1,41 @@
+"""`lamella.core.export` — JAX's `jax.export`: functions lowered to StableHLO, stored as
+bytes in JAX 0.10.2's format, and called again (in this process, another one, or JAX).
+
+>>> import numpy as np
+>>> import lamella.core as lc
+>>> import lamella.lax as lax
+>>> from lamella.core import export
+>>> exp = export.export(lc.jit(lax.sin))(lc.ShapeDtypeStruct((2,), np.float32))
+>>> blob = exp.serialize()
+>>> export.deserialize(blob).call(np.zeros(2, np.float32))
+Array([0., 0.], dtype=float32)
+"""
+
+from lamella.core.export.exported import (
+    ExportBackend,
+    Exported,
+    maximum_supported_calling_convention_version,
+    minimum_supported_calling_convention_version,
+    register_backend,
+)
+from lamella.core.export.exporting import default_export_platform, export
+from lamella.core.export.serialization import (
+    deserialize,
+    register_namedtuple_serialization,
+    register_pytree_node_serialization,
+    serialize,
+)
+
+__all__ = [
+    "Exported",
+    "ExportBackend",
+    "export",
+    "serialize",
+    "deserialize",
+    "default_export_platform",
+    "minimum_supported_calling_convention_version",
+    "maximum_supported_calling_convention_version",
+    "register_backend",
+    "register_pytree_node_serialization",
+    "register_namedtuple_serialization",
+]

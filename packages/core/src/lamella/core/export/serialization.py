@@ -1,0 +1,374 @@
+"""`serialize` / `deserialize`: an `Exported` as bytes in JAX 0.10.2's FlatBuffers layout.
+
+The layout (schema ``jax/_src/export/serialization.fbs``, serialization
+version 11) is followed field by field, so bytes written here deserialize in
+JAX and JAX's deserialize here. Avals are stored once each (``unique_avals``)
+and referenced by index, as JAX does, and also in the older per-argument
+fields that earlier readers use. Custom pytree nodes need
+`register_pytree_node_serialization`.
+
+>>> import numpy as np
+>>> import lamella.core as lc
+>>> import lamella.lax as lax
+>>> from lamella.core.export import export
+>>> exp = export(lc.jit(lax.neg))(np.float32(1.0))
+>>> again = deserialize(serialize(exp))
+>>> again.in_avals, again.call(np.float32(2.0))
+((ShapedArray(float32[]),), Array(-2., dtype=float32))
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from lamella.core import dtypes
+from lamella.core.avals import ShapedArray
+from lamella.core.export.exported import Exported
+from lamella.core.export.flatbuffer import Builder, Table, root_table
+from lamella.core.tree_util import (
+    PyTreeDef,
+    flatten_one_level,
+    on_register,
+    tree_structure,
+    tree_unflatten,
+)
+
+# Slots of the schema's tables.
+_EXP_VERSION, _EXP_NAME, _EXP_IN_TREE, _EXP_IN_AVALS, _EXP_OUT_TREE, _EXP_OUT_AVALS = range(6)
+(_EXP_NR_DEVICES_SHORT, _EXP_IN_SHARDINGS, _EXP_OUT_SHARDINGS, _EXP_PLATFORMS,
+ _EXP_ORDERED, _EXP_UNORDERED, _EXP_DISABLED, _EXP_MODULE, _EXP_CC_VERSION, _EXP_KEPT,
+ _EXP_GLOBAL_CONSTS, _EXP_VJP, _EXP_NR_DEVICES, _EXP_UNIQUE_AVALS, _EXP_UNIQUE_MESHES,
+ _EXP_UNIQUE_SHARDINGS, _EXP_IN_AVAL_IDX, _EXP_OUT_AVAL_IDX, _EXP_IN_SHARDING_IDX,
+ _EXP_OUT_SHARDING_IDX) = range(6, 26)
+_TREE_KIND, _TREE_CHILDREN, _TREE_NAMES, _TREE_CUSTOM_NAME, _TREE_CUSTOM_AUX = range(5)
+_AVAL_KIND, _AVAL_SHAPE, _AVAL_DTYPE, _AVAL_MEMORY = range(4)
+_LEAF, _NONE, _TUPLE, _LIST, _DICT, _CUSTOM = range(6)
+_SHAPED_ARRAY = 0
+_MEMORY_DEVICE = 1
+_CHECK_KIND, _CHECK_TARGET = range(2)
+# JAX writes 3 here so that readers from before its version 4 still accept the bytes.
+_SERIALIZATION_VERSION = 3
+
+
+def _dtype_codes() -> dict[np.dtype, int]:
+    codes = {np.dtype(name): code for code, name in enumerate(
+        ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+         "float16", "float32", "float64", "complex64", "complex128"))}
+    codes[dtypes.float0] = 22
+    try:
+        import ml_dtypes
+    except ImportError:  # without ml_dtypes there are no such arrays to export
+        return codes
+    for name, code in (("bfloat16", 14), ("int4", 15), ("uint4", 16),
+                       ("float8_e4m3b11fnuz", 17), ("float8_e4m3fn", 18),
+                       ("float8_e4m3fnuz", 19), ("float8_e5m2", 20), ("float8_e5m2fnuz", 21),
+                       ("float8_e4m3", 23), ("float8_e3m4", 24), ("float8_e8m0fnu", 25),
+                       ("float4_e2m1fn", 26)):
+        if hasattr(ml_dtypes, name):
+            codes[np.dtype(getattr(ml_dtypes, name))] = code
+    return codes
+
+
+_DTYPE_CODE = _dtype_codes()
+_CODE_DTYPE = {code: dtype for dtype, code in _DTYPE_CODE.items()}
+
+# Custom pytree nodes: type -> (name, serialize_auxdata); name -> (deserialize, from_children).
+_serializers: dict[type, tuple[str, Callable[[Any], bytes]]] = {}
+_deserializers: dict[str, tuple[Callable[[bytes], Any], Callable[[Any, list], Any]]] = {}
+_unflatteners: dict[type, Callable[[Any, Any], Any]] = {}
+on_register(lambda nodetype, flatten, unflatten: _unflatteners.__setitem__(nodetype, unflatten))
+
+
+def register_pytree_node_serialization(
+    nodetype: type, *, serialized_name: str, serialize_auxdata: Callable[[Any], bytes],
+    deserialize_auxdata: Callable[[bytes], Any],
+    from_children: Callable[[Any, list], Any] | None = None) -> type:
+    """Lets Exported trees hold ``nodetype`` (a registered pytree node): its auxiliary
+    data is stored as the bytes ``serialize_auxdata`` returns, under ``serialized_name``.
+
+    >>> import collections
+    >>> from lamella.core import tree_util
+    >>> Pair = collections.namedtuple("Pair", "a b")
+    >>> _ = register_namedtuple_serialization(Pair, serialized_name="doc.Pair")
+    """
+    if serialized_name in _deserializers:
+        raise ValueError(f"a pytree node is already serialized as {serialized_name!r}")
+    if from_children is None:
+        unflatten = _unflatteners.get(nodetype)
+        if unflatten is None:
+            raise ValueError(f"{nodetype} is not a registered pytree node: register it "
+                             "with tree_util.register_pytree_node first, or pass from_children")
+        from_children = unflatten
+    _serializers[nodetype] = (serialized_name, serialize_auxdata)
+    _deserializers[serialized_name] = (deserialize_auxdata, from_children)
+    return nodetype
+
+
+def register_namedtuple_serialization(nodetype: type, *, serialized_name: str) -> type:
+    """Lets Exported trees hold the namedtuple class ``nodetype`` (JAX's name)."""
+    if serialized_name in _deserializers:
+        raise ValueError(f"a pytree node is already serialized as {serialized_name!r}")
+    _serializers[nodetype] = (serialized_name, lambda aux: b"")
+    _deserializers[serialized_name] = (lambda data: None,
+                                       lambda aux, children: nodetype(*children))
+    return nodetype
+
+
+register_pytree_node_serialization(
+    collections.OrderedDict, serialized_name="collections.OrderedDict",
+    serialize_auxdata=lambda keys: _string_keys(keys),
+    deserialize_auxdata=lambda data: json.loads(data.decode()),
+    from_children=lambda keys, children: collections.OrderedDict(zip(keys, children)))
+
+
+def _string_keys(keys: Any) -> bytes:
+    keys = list(keys)
+    if not all(isinstance(k, str) for k in keys):
+        raise ValueError(f"an OrderedDict is serialized only with string keys; found {keys}")
+    return json.dumps(keys).encode()
+
+
+# ---------------------------------------------------------------------------
+# Writing.
+
+
+def serialize(exported: Exported, vjp_order: int = 0) -> bytearray:
+    """The bytes of ``exported`` in `jax.export`'s format; ``vjp_order`` VJPs
+    (of VJPs) are included, so the deserialized function can be differentiated
+    that many times in reverse mode."""
+    builder = Builder()
+    return builder.finish(_write_exported(builder, exported, vjp_order))
+
+
+def _vector(builder: Builder, write: Callable[[Builder, Any], int], items: Any) -> int:
+    return builder.reference_vector([write(builder, x) for x in items])
+
+
+def _write_exported(b: Builder, exp: Exported, vjp_order: int) -> int:
+    if exp.ordered_effects or exp.unordered_effects:
+        raise ValueError(f"cannot serialize {exp.fun_name}: it has effects")
+    unique_avals: dict[tuple, int] = {}
+    for aval in itertools.chain(exp.in_avals, exp.out_avals):
+        unique_avals.setdefault(_aval_key(aval), len(unique_avals))
+    name = b.string(exp.fun_name)
+    in_tree = _write_tree(b, exp.in_tree)
+    in_avals = _vector(b, _write_aval, exp.in_avals)
+    out_tree = _write_tree(b, exp.out_tree)
+    out_avals = _vector(b, _write_aval, exp.out_avals)
+    for s in itertools.chain(exp.in_shardings_hlo, exp.out_shardings_hlo):
+        if s is not None:
+            raise ValueError(f"cannot serialize {exp.fun_name}: sharding {s} (lamella "
+                             "exports single-device functions, with no shardings)")
+    in_shardings = _vector(b, _write_no_sharding, exp.in_shardings_hlo)
+    out_shardings = _vector(b, _write_no_sharding, exp.out_shardings_hlo)
+    ordered = _vector(b, _write_effect, exp.ordered_effects)
+    unordered = _vector(b, _write_effect, exp.unordered_effects)
+    disabled = _vector(b, _write_disabled_check, exp.disabled_safety_checks)
+    platforms = _vector(b, Builder.string, exp.platforms)
+    module = b.bytes_vector(exp.mlir_module_serialized)
+    kept = b.scalar_vector("H", exp.module_kept_var_idx)
+    vjp = None
+    if vjp_order > 0:
+        if not exp.has_vjp():
+            raise ValueError(f"cannot serialize {vjp_order} VJP orders of {exp.fun_name}: "
+                             "it has no VJP")
+        vjp = _write_exported(b, exp.vjp(), vjp_order - 1)
+    uniques = _vector(b, _write_aval, [ShapedArray(*k) for k in unique_avals])
+    no_meshes = b.reference_vector([])
+    no_named = b.reference_vector([])
+    in_idx = b.scalar_vector("I", [unique_avals[_aval_key(a)] for a in exp.in_avals])
+    out_idx = b.scalar_vector("I", [unique_avals[_aval_key(a)] for a in exp.out_avals])
+    # Index 0 means "no sharding" (1 + i would name the i-th unique named sharding).
+    in_sh_idx = b.scalar_vector("I", [0] * len(exp.in_avals))
+    out_sh_idx = b.scalar_vector("I", [0] * len(exp.out_avals))
+    return b.table([
+        (_EXP_VERSION, "H", _SERIALIZATION_VERSION), (_EXP_NAME, "offset", name),
+        (_EXP_IN_TREE, "offset", in_tree), (_EXP_IN_AVALS, "offset", in_avals),
+        (_EXP_OUT_TREE, "offset", out_tree), (_EXP_OUT_AVALS, "offset", out_avals),
+        (_EXP_NR_DEVICES, "I", exp.nr_devices),
+        (_EXP_IN_SHARDINGS, "offset", in_shardings),
+        (_EXP_OUT_SHARDINGS, "offset", out_shardings),
+        (_EXP_PLATFORMS, "offset", platforms), (_EXP_ORDERED, "offset", ordered),
+        (_EXP_UNORDERED, "offset", unordered), (_EXP_DISABLED, "offset", disabled),
+        (_EXP_MODULE, "offset", module), (_EXP_CC_VERSION, "H", exp.calling_convention_version),
+        (_EXP_KEPT, "offset", kept), (_EXP_GLOBAL_CONSTS, "?", exp.uses_global_constants),
+        (_EXP_VJP, "offset", vjp), (_EXP_UNIQUE_AVALS, "offset", uniques),
+        (_EXP_UNIQUE_MESHES, "offset", no_meshes), (_EXP_UNIQUE_SHARDINGS, "offset", no_named),
+        (_EXP_IN_AVAL_IDX, "offset", in_idx), (_EXP_OUT_AVAL_IDX, "offset", out_idx),
+        (_EXP_IN_SHARDING_IDX, "offset", in_sh_idx),
+        (_EXP_OUT_SHARDING_IDX, "offset", out_sh_idx),
+    ])
+
+
+def _aval_key(aval: Any) -> tuple:
+    return (tuple(aval.shape), np.dtype(aval.dtype))
+
+
+def _write_aval(b: Builder, aval: Any) -> int:
+    dtype = np.dtype(aval.dtype)
+    if dtype not in _DTYPE_CODE:
+        raise ValueError(f"cannot serialize an array of dtype {dtype}")
+    shape = _vector(b, Builder.string, [str(d) for d in aval.shape])
+    return b.table([(_AVAL_KIND, "b", _SHAPED_ARRAY), (_AVAL_SHAPE, "offset", shape),
+                    (_AVAL_DTYPE, "b", _DTYPE_CODE[dtype]), (_AVAL_MEMORY, "b", _MEMORY_DEVICE)])
+
+
+def _write_no_sharding(b: Builder, sharding: None) -> int:
+    return b.table([])
+
+
+def _write_effect(b: Builder, effect: Any) -> int:
+    return b.table([(0, "offset", b.string(str(effect)))])
+
+
+def _write_disabled_check(b: Builder, check: tuple[int, str | None]) -> int:
+    kind, target = check
+    return b.table([(_CHECK_KIND, "b", kind),
+                    (_CHECK_TARGET, "offset", None if target is None else b.string(target))])
+
+
+def _write_tree(b: Builder, treedef: PyTreeDef) -> int:
+    placeholder = tree_unflatten(treedef, [_Leaf()] * treedef.num_leaves)
+    return _write_node(b, placeholder)
+
+
+class _Leaf:
+    """Stands for a leaf while a tree's structure is walked."""
+
+
+def _write_node(b: Builder, node: Any) -> int:
+    if isinstance(node, _Leaf):
+        return b.table([(_TREE_KIND, "b", _LEAF)])
+    if node is None:
+        return b.table([(_TREE_KIND, "b", _NONE)])
+    kind = type(node)
+    names = custom_name = custom_aux = None
+    if kind is tuple:
+        tag, children = _TUPLE, list(node)
+    elif kind is list:
+        tag, children = _LIST, list(node)
+    elif kind is dict:
+        keys = sorted(node)
+        if not all(isinstance(k, str) for k in keys):
+            raise TypeError("Serialization is supported only for dictionaries with string "
+                            f"keys; found keys {keys}")
+        tag, children = _DICT, [node[k] for k in keys]
+        names = _vector(b, Builder.string, keys)
+    elif kind in _serializers:
+        serialized_name, serialize_aux = _serializers[kind]
+        tag = _CUSTOM
+        children_iter, aux = flatten_one_level(node)
+        children = list(children_iter)
+        data = serialize_aux(aux)
+        if not isinstance(data, (bytes, bytearray)):
+            raise ValueError(f"serialize_auxdata for {kind} must return bytes, "
+                             f"got {type(data)}")
+        custom_name = b.string(serialized_name)
+        custom_aux = b.bytes_vector(bytes(data))
+    else:
+        raise ValueError(f"Cannot serialize a pytree containing the unregistered type {kind}: "
+                         "use export.register_pytree_node_serialization or "
+                         "export.register_namedtuple_serialization.")
+    child_vector = _vector(b, _write_node, children) if children else None
+    return b.table([(_TREE_KIND, "b", tag), (_TREE_CHILDREN, "offset", child_vector),
+                    (_TREE_NAMES, "offset", names), (_TREE_CUSTOM_NAME, "offset", custom_name),
+                    (_TREE_CUSTOM_AUX, "offset", custom_aux)])
+
+
+# ---------------------------------------------------------------------------
+# Reading.
+
+
+def deserialize(blob: bytes | bytearray | memoryview) -> Exported:
+    """The `Exported` stored in ``blob`` (by `serialize`, or by JAX's
+    `jax.export.serialize`). The bytes must be trusted: the module they hold runs."""
+    data = bytes(blob)
+    try:
+        return _read_exported(root_table(data))
+    except (ValueError, KeyError, UnicodeDecodeError, IndexError) as err:
+        raise ValueError(f"not a serialized Exported, or a damaged one: {err}") from None
+
+
+def _read_exported(t: Table) -> Exported:
+    uniques = [_read_aval(a) for a in t.tables(_EXP_UNIQUE_AVALS)]
+    if t.tables(_EXP_UNIQUE_SHARDINGS) or any(
+            i != 0 for i in t.scalars(_EXP_IN_SHARDING_IDX, "I")
+            + t.scalars(_EXP_OUT_SHARDING_IDX, "I")) or any(
+            s.table(2) is not None or s.bytes(1) for s in
+            t.tables(_EXP_IN_SHARDINGS) + t.tables(_EXP_OUT_SHARDINGS)):
+        raise ValueError("the function was exported with shardings; lamella calls "
+                         "single-device exports only")
+    in_idx = t.scalars(_EXP_IN_AVAL_IDX, "I")
+    out_idx = t.scalars(_EXP_OUT_AVAL_IDX, "I")
+    in_avals = tuple(uniques[i] for i in in_idx) if in_idx else tuple(
+        _read_aval(a) for a in t.tables(_EXP_IN_AVALS))
+    out_avals = tuple(uniques[i] for i in out_idx) if out_idx else tuple(
+        _read_aval(a) for a in t.tables(_EXP_OUT_AVALS))
+    vjp_table = t.table(_EXP_VJP)
+    get_vjp = None if vjp_table is None else (lambda _: _read_exported(vjp_table))
+    nr_devices = t.scalar(_EXP_NR_DEVICES, "I", 0) or t.scalar(_EXP_NR_DEVICES_SHORT, "h", 0)
+    return Exported(
+        fun_name=t.string(_EXP_NAME) or "",
+        in_tree=_read_tree(t.table(_EXP_IN_TREE)), in_avals=in_avals,
+        out_tree=_read_tree(t.table(_EXP_OUT_TREE)), out_avals=out_avals,
+        in_shardings_hlo=(None,) * len(in_avals), out_shardings_hlo=(None,) * len(out_avals),
+        nr_devices=nr_devices, platforms=tuple(t.strings(_EXP_PLATFORMS)),
+        ordered_effects=tuple(e.string(0) for e in t.tables(_EXP_ORDERED)),
+        unordered_effects=tuple(e.string(0) for e in t.tables(_EXP_UNORDERED)),
+        disabled_safety_checks=tuple((c.scalar(_CHECK_KIND, "b", 0), c.string(_CHECK_TARGET))
+                                     for c in t.tables(_EXP_DISABLED)),
+        mlir_module_serialized=t.bytes(_EXP_MODULE),
+        calling_convention_version=t.scalar(_EXP_CC_VERSION, "H", 0),
+        module_kept_var_idx=tuple(t.scalars(_EXP_KEPT, "H")),
+        uses_global_constants=bool(t.scalar(_EXP_GLOBAL_CONSTS, "?", False)),
+        _get_vjp=get_vjp)
+
+
+def _read_aval(t: Table) -> ShapedArray:
+    if t.scalar(_AVAL_KIND, "b", _SHAPED_ARRAY) != _SHAPED_ARRAY:
+        raise ValueError("the function takes or returns tokens, which lamella cannot call")
+    code = t.scalar(_AVAL_DTYPE, "b", 0)
+    if code not in _CODE_DTYPE:
+        raise ValueError(f"unknown dtype code {code} (typed PRNG keys are not supported)")
+    dims = t.strings(_AVAL_SHAPE)
+    try:
+        shape = tuple(int(d) for d in dims)
+    except ValueError:
+        raise ValueError(f"the function was exported with symbolic dimensions {dims}; "
+                         "lamella calls exports of static shapes only") from None
+    return ShapedArray(shape, _CODE_DTYPE[code])
+
+
+def _read_tree(t: Table | None) -> PyTreeDef:
+    if t is None:
+        raise ValueError("missing pytree definition")
+    return tree_structure(_read_node(t, itertools.repeat(0.0)))
+
+
+def _read_node(t: Table, leaves: Iterator[Any]) -> Any:
+    kind = t.scalar(_TREE_KIND, "b", _LEAF)
+    children = [_read_node(c, leaves) for c in t.tables(_TREE_CHILDREN)]
+    if kind == _LEAF:
+        return next(leaves)
+    if kind == _NONE:
+        return None
+    if kind == _TUPLE:
+        return tuple(children)
+    if kind == _LIST:
+        return children
+    if kind == _DICT:
+        return dict(zip(t.strings(_TREE_NAMES), children))
+    if kind == _CUSTOM:
+        name = t.string(_TREE_CUSTOM_NAME)
+        if name not in _deserializers:
+            raise ValueError(f"Cannot deserialize a pytree containing the unregistered type "
+                             f"{name!r}: use export.register_pytree_node_serialization.")
+        deserialize_aux, from_children = _deserializers[name]
+        return from_children(deserialize_aux(t.bytes(_TREE_CUSTOM_AUX)), children)
+    raise ValueError(f"unknown pytree node kind {kind}")

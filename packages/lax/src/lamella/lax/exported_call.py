@@ -1,0 +1,179 @@
+"""The executor's half of `lamella.core.export`: StableHLO portable artifacts, and
+`call_exported_p`, which runs an `Exported` eagerly or inside a traced program.
+
+An Exported's module is merged into the caller's module as private functions
+and called (its unused arguments dropped, a platform index passed first when
+it was exported for several platforms), so XLA optimizes across the boundary.
+Under vmap each batch element is called in turn; differentiation goes
+through the Exported's VJP (in lamella.core.export).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib import _jax
+
+from lamella.core import ShapedArray, batching
+from lamella.core.export import (
+    ExportBackend,
+    Exported,
+    maximum_supported_calling_convention_version,
+    minimum_supported_calling_convention_version,
+    register_backend,
+)
+from lamella.core.tree_util import tree_leaves
+from lamella.lax import runtime
+from lamella.lax.lowering import (
+    constant,
+    func,
+    make_ir_context,
+    merge_mlir_modules,
+    module_to_string,
+    register_lowering,
+)
+from lamella.lax.mlir_context import ir
+from lamella.lax.shapes import index_in_dim
+from lamella.lax.stacking import stack
+from lamella.lax.standard import standard_primitive
+
+__all__ = ["call_exported_p"]
+
+call_exported_p = standard_primitive("call_exported", multiple_results=True)
+
+
+def _default_platform() -> str:
+    platform = runtime.default_device().platform
+    return "cuda" if platform == "gpu" else platform
+
+
+def _target_version() -> str:
+    from jaxlib.mlir.dialects import stablehlo
+
+    # Readable by StableHLO consumers up to four weeks older (JAX's choice).
+    return stablehlo.get_version_from_compatibility_requirement(
+        stablehlo.StablehloCompatibilityRequirement.WEEK_4)
+
+
+def _lower(fun_jit: Any, args: tuple, kwargs: dict, platform: str) -> tuple:
+    if platform != _default_platform():
+        raise ValueError(f"lamella exports for the platform it runs on ({_default_platform()!r}); "
+                         f"got platforms=({platform!r},)")
+    lowered = fun_jit.lower(*args, **kwargs)
+    module = lowered.compiler_ir("stablehlo")
+    in_avals = tree_leaves(lowered.in_avals)
+    text = module.operation.get_asm(large_elements_limit=16)
+    if "xla_ffi_python_cpu_callback" in text:
+        raise ValueError(f"cannot export {getattr(fun_jit, '__name__', fun_jit)}: it calls back "
+                         "into Python (pure_callback, io_callback, debug.print), which lives "
+                         "only in this process")
+    main = ir.SymbolTable(module.operation)["main"]
+    n_params = len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs)
+    if n_params != len(in_avals):
+        raise ValueError(f"cannot export {getattr(fun_jit, '__name__', fun_jit)}: it closes over "
+                         "values traced by an enclosing transformation")
+    out_avals = tree_leaves(lowered.out_info)
+    return module, lowered.in_tree, in_avals, lowered.out_tree, out_avals
+
+
+def _module_bytes(module: ir.Module) -> bytes:
+    with module.context:
+        copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+        copy.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(False)
+    return _jax.mlir.serialize_portable_artifact(copy, _target_version(), False)
+
+
+def _module_text(serialized: bytes) -> str:
+    context = make_ir_context()
+    with context:
+        return module_to_string(_jax.mlir.deserialize_portable_artifact(serialized, context))
+
+
+def _check_callable(exported: Exported, platform: str) -> None:
+    who = f"the exported function {exported.fun_name}"
+    if platform not in exported.platforms:
+        raise ValueError(f"{who} was exported for {exported.platforms}, not for {platform!r}")
+    version = exported.calling_convention_version
+    if not (minimum_supported_calling_convention_version <= version
+            <= maximum_supported_calling_convention_version):
+        raise ValueError(f"{who} uses calling convention {version}; lamella calls versions "
+                         f"{minimum_supported_calling_convention_version} to "
+                         f"{maximum_supported_calling_convention_version}")
+    if exported.ordered_effects:
+        raise ValueError(f"{who} has ordered effects {exported.ordered_effects}, which lamella "
+                         "cannot thread into it")
+    if exported.nr_devices != 1:
+        raise ValueError(f"{who} was exported for {exported.nr_devices} devices; lamella calls "
+                         "single-device exports")
+
+
+def _call(exported: Exported, flat: Sequence[Any]) -> list[Any]:
+    _check_callable(exported, _default_platform())
+    if len(flat) != len(exported.in_avals):
+        raise TypeError(f"{exported.fun_name} takes {len(exported.in_avals)} arrays, "
+                        f"got {len(flat)}")
+    for i, (x, aval) in enumerate(zip(flat, exported.in_avals)):
+        shape, dtype = tuple(np.shape(x)), _dtype_of(x)
+        if shape != tuple(aval.shape) or dtype != aval.dtype:
+            raise TypeError(f"argument {i} of the exported function {exported.fun_name}: "
+                            f"expected {aval.str_short()}, got {dtype.name}{list(shape)}")
+    return call_exported_p.bind(*flat, exported=exported)
+
+
+def _dtype_of(x: Any) -> np.dtype:
+    aval = getattr(x, "aval", None)
+    return np.dtype(aval.dtype if aval is not None else np.result_type(x))
+
+
+def _abstract_eval(*avals: ShapedArray, exported: Exported) -> list[ShapedArray]:
+    return [ShapedArray(a.shape, a.dtype) for a in exported.out_avals]
+
+
+call_exported_p.def_abstract_eval(_abstract_eval)
+
+
+def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
+    module_context = ctx.module_context
+    _check_callable(exported, ctx.platform if ctx.platform != "gpu" else "cuda")
+    module = module_context.module
+    sub = _jax.mlir.deserialize_portable_artifact(exported.mlir_module_serialized,
+                                                  module.context)
+    symbols = ir.SymbolTable(module.operation)
+    base = "".join(c if c.isalnum() else "_" for c in f"call_exported_{exported.fun_name}")
+    callee = merge_mlir_modules(module, base, sub, symbols)
+    for op in module.body.operations:  # later private functions must not reuse these names
+        module_context.names.add(ir.StringAttr(op.attributes["sym_name"]).value)
+    function_type = ir.FunctionType(ir.TypeAttr(symbols[callee].attributes["function_type"]).value)
+    if b"lapack_" in exported.mlir_module_serialized:
+        runtime.register_lapack_targets()  # JAX's CPU linear algebra calls jaxlib's kernels
+    operands = [args[i] for i in exported.module_kept_var_idx]
+    if len(exported.platforms) > 1:
+        # The platform index comes first, as i32 or i64 (JAX's x64 mode decides).
+        index = exported.platforms.index(ctx.platform if ctx.platform != "gpu" else "cuda")
+        index_type = ir.RankedTensorType(function_type.inputs[0])
+        width = ir.IntegerType(index_type.element_type).width
+        operands.insert(0, constant(np.array(index, np.int64 if width == 64 else np.int32)))
+    call = func.CallOp(list(function_type.results), ir.FlatSymbolRefAttr.get(callee), operands)
+    return list(call.results)
+
+
+register_lowering(call_exported_p, _lowering)
+
+
+def _batching_rule(args: Sequence[Any], dims: Sequence[Any], *, exported: Exported) -> tuple:
+    size = next(x.shape[d] for x, d in zip(args, dims) if d is not batching.not_mapped)
+    rows = []
+    for i in range(size):
+        sliced = [x if d is batching.not_mapped else index_in_dim(x, i, d, keepdims=False)
+                  for x, d in zip(args, dims)]
+        rows.append(call_exported_p.bind(*sliced, exported=exported))
+    outs = [stack([row[j] for row in rows]) for j in range(len(exported.out_avals))]
+    return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[call_exported_p] = _batching_rule
+
+register_backend(ExportBackend(lower=_lower, module_bytes=_module_bytes, module_text=_module_text,
+                               call=_call, default_platform=_default_platform))
