@@ -94,3 +94,44 @@ def test_clip_refuses_complex_values_as_jax():
 def test_argmax_of_complex_is_a_type_error_as_jax():
     with pytest.raises(TypeError, match="complex64"):
         lnp.argmax(np.complex64([1j, 2]))
+
+
+# --- Python ints beyond int32: valid values of the requested dtype work -------------
+_BIG = 2**31 + 5
+
+
+def test_uint32_values_above_int32_are_accepted():
+    for got in (lnp.full(3, _BIG, lnp.uint32), lnp.array(_BIG, dtype=lnp.uint32),
+                lnp.asarray(_BIG, dtype=lnp.uint32), lnp.uint32(_BIG),
+                lax.full((3,), _BIG, np.uint32), lax.convert_element_type(_BIG, np.uint32),
+                lnp.full_like(lnp.zeros(3, lnp.uint32), _BIG),
+                lc.jit(lambda: lax.convert_element_type(_BIG, np.uint32))()):
+        assert got.dtype == np.uint32
+        np.testing.assert_array_equal(got, np.full(np.shape(got), _BIG, np.uint32))
+    np.testing.assert_array_equal(lnp.zeros(2, lnp.uint32).at[0].set(_BIG), [_BIG, 0])
+    # Beyond int64, converting to a float is still exact enough (JAX's value).
+    assert float(lnp.array(2**70, dtype=lnp.float32)) == float(np.float32(2**70))
+
+
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype uint64")
+def test_out_of_range_python_ints_raise_where_jax_does_and_wrap_where_it_wraps():
+    # array/asarray and scalar types check that the value fits, as NumPy and JAX do ...
+    for make in (lambda: lnp.array(300, dtype=lnp.int8), lambda: lnp.int8(300),
+                 lambda: lnp.array(-1, dtype=lnp.uint32), lambda: lnp.uint32(-1),
+                 lambda: lnp.array(2**32, dtype=lnp.uint32),
+                 lambda: lnp.array(2**63 + 5, dtype=lnp.uint64)):  # uint32 without x64
+        with pytest.raises(OverflowError, match="out of bounds"):
+            make()
+    # ... while full and lax conversions wrap as NumPy's astype does (JAX's values).
+    np.testing.assert_array_equal(lnp.full(2, 300, lnp.int8), [44, 44])
+    np.testing.assert_array_equal(lnp.full(2, 2**63 + 5, lnp.uint64), [5, 5])
+
+
+def test_uint64_values_under_x64():
+    with lc.enable_x64():
+        big = 2**63 + 5
+        got = lnp.array(big, dtype=lnp.uint64)
+        assert got.dtype == np.uint64 and int(got) == big
+        np.testing.assert_array_equal(lnp.full(2, big, lnp.uint64), [big, big])
+        with pytest.raises(OverflowError):
+            lnp.array(2**40, dtype=lnp.int32)

@@ -40,6 +40,12 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
     Array(2, dtype=int32)
     """
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if type(operand) is int and not _fits_default_int(operand):
+        # Python ints are unbounded: one beyond the default integer type (a valid uint32
+        # above 2**31, or 2**70 for a float) converts on the host, wrapping as NumPy's
+        # astype does (as JAX), instead of first overflowing int32.
+        return convert_element_type_p.bind(np.asarray(operand).astype(new_dtype),
+                                           new_dtype=new_dtype, weak_type=weak_type)
     aval = aval_of(operand)
     # Python scalars always go through the primitive: eagerly it makes an Array,
     # while staging it folds into a literal.
@@ -50,6 +56,11 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
             and getattr(operand, "dtype", new_dtype) == new_dtype:
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _fits_default_int(value: int) -> bool:
+    info = np.iinfo(dtypes.canonicalize_dtype(np.int64))
+    return int(info.min) <= value <= int(info.max)
 
 
 @convert_element_type_p.def_abstract_eval

@@ -118,6 +118,10 @@ def _array(name: str, object: Any, dtype: Any, copy: bool | None, order: str | N
             dtype = result_type(*leaves)
         if not any(isinstance(leaf, Tracer) for leaf in leaves):
             object = np.asarray(object, dtype=None if dtype is None else np.dtype(dtype))
+    elif type(object) is int and dtype is not None:
+        # As JAX (and NumPy): a Python int must fit the requested dtype (OverflowError
+        # otherwise), and one that does is taken whole (a uint32 above int32's range).
+        object = np.asarray(object, dtype=np.dtype(dtype))
     elif object is None or isinstance(object, str):
         raise TypeError(f"{name}: cannot build an array from {type(object).__name__}")
     elif not isinstance(object, (Tracer, lax.Array, np.ndarray, np.generic, int, float,

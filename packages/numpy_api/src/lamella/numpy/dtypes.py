@@ -172,6 +172,8 @@ class _ScalarMeta(type):
 
     def __call__(cls, x: Any) -> Any:
         dt = canonicalize_user_dtype(cls.dtype, "asarray")
+        if type(x) is int:
+            x = np.asarray(x, dtype=dt)  # must fit (OverflowError), as asarray(x, dtype)
         return convert_element_type(_as_array(x), dt, False)
 
     def __instancecheck__(cls, instance: Any) -> bool:
