@@ -21,6 +21,7 @@ from lamella.core import (
                                    errors,
                                    export,
                                    partial_eval,
+                                   sharding,
                                    stages,
                                    state,
                                    tree,
@@ -98,7 +99,10 @@ from lamella.core.devices import (
                                    local_device_count,
                                    local_devices,
                                    make_array_from_callback,
+                                   make_array_from_single_device_arrays,
                                    print_environment_info,
+                                   process_count,
+                                   process_index,
                                    typeof,
 )
 from lamella.core.dispatch import register_executor
@@ -126,7 +130,9 @@ from lamella.core.jaxpr_builders import DropVar, gensym, jaxprs_in_params, new_j
 from lamella.core.jaxpr_views import jaxpr_graph, jaxpr_svg
 from lamella.core.jit import JitFunction, jit, jit_p
 from lamella.core.make_jaxpr import eval_shape, make_jaxpr
+from lamella.core.parallel import pmap, shard_map
 from lamella.core.primitive import Primitive
+from lamella.core.sharding import NamedSharding, P, make_mesh, reshard, set_mesh
 from lamella.core.source_info import named_call, named_scope
 from lamella.core.stages import Compiled, Lowered, Traced
 from lamella.core.staging import ensure_compile_time_eval

@@ -184,6 +184,12 @@ default_device = config.define(
     "default_device", None,
     "The device arrays and computations go to when none is named (None: the default "
     "backend's first device).", affects_tracing=True)
+num_cpu_devices = config.define(
+    "num_cpu_devices", int(os.environ.get("LAMELLA_NUM_CPU_DEVICES")
+                           or os.environ.get("JAX_NUM_CPU_DEVICES") or -1),
+    "How many CPU devices the CPU backend has (-1: one, or what XLA_FLAGS' "
+    "--xla_force_host_platform_device_count says). Read when the backend starts: set it "
+    "(or LAMELLA_NUM_CPU_DEVICES) before the first array or computation.")
 log_compiles = config.define(
     "log_compiles", _env_bool("LAMELLA_LOG_COMPILES"),
     "Log (logger 'lamella', level WARNING) every compilation of a jitted function.")

@@ -186,22 +186,59 @@ def live_arrays(platform: str | None = None) -> list[Any]:
 def make_array_from_callback(shape: Sequence[int], sharding: Any,
                              data_callback: Callable[[Any], Any],
                              dtype: Any = None) -> Any:
-    """An array of `shape` whose data `data_callback(index)` supplies.
-
-    On one device the callback is asked once, for the whole array (an index
-    of full slices); `sharding` names the device.
+    """An array of `shape` laid out as `sharding` says, each device's part being
+    `data_callback(index)` for the index (a tuple of slices) of that part.
 
     >>> import numpy as np
     >>> make_array_from_callback((2,), devices()[0], lambda index: np.ones(2)[index]).shape
     (2,)
     """
-    index = tuple(slice(None) for _ in shape)
-    data = np.asarray(data_callback(index), dtype=dtype)
-    if data.shape != tuple(shape):
-        raise ValueError(f"make_array_from_callback: the callback returned shape {data.shape} "
-                         f"for the index {index} of an array of shape {tuple(shape)}")
-    device = getattr(sharding, "_device", sharding)
-    return current_executor().device_put(data, device)
+    from lamella.core.sharding import NamedSharding
+    shape = tuple(shape)
+    if not isinstance(sharding, NamedSharding):
+        index = tuple(slice(None) for _ in shape)
+        data = np.asarray(data_callback(index), dtype=dtype)
+        if data.shape != shape:
+            raise ValueError(f"make_array_from_callback: the callback returned shape "
+                             f"{data.shape} for the index {index} of an array of shape {shape}")
+        device = getattr(sharding, "_device", sharding)
+        return current_executor().device_put(data, device)
+    parts = sharding.devices_indices_map(shape)
+    pieces = [device_put(np.asarray(data_callback(index), dtype=dtype), device)
+              for device, index in parts.items()]
+    return make_array_from_single_device_arrays(shape, sharding, pieces)
+
+
+def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Any,
+                                         arrays: Sequence[Any], *,
+                                         dtype: Any = None) -> Any:
+    """One array of `shape` over `sharding` from each device's part (no copy).
+
+    >>> import numpy as np
+    >>> from lamella.core.sharding import NamedSharding, P, make_mesh
+    >>> s = NamedSharding(make_mesh((1,), ("x",)), P("x"))
+    >>> make_array_from_single_device_arrays((2,), s, [device_put(np.ones(2), devices()[0])])
+    Array([1., 1.], dtype=float32)
+    """
+    return current_executor().assemble(tuple(shape), sharding, list(arrays))
+
+
+def process_index(backend: str | None = None) -> int:
+    """This process's number among the processes of the program (0 with one process).
+
+    >>> process_index()
+    0
+    """
+    return current_executor().process_index()
+
+
+def process_count(backend: str | None = None) -> int:
+    """How many processes the program runs in.
+
+    >>> process_count()
+    1
+    """
+    return max(d.process_index for d in devices(backend)) + 1
 
 
 def typeof(x: Any) -> ShapedArray:

@@ -92,6 +92,21 @@ class Executor:
     def default_backend(self) -> str:
         return "cpu"
 
+    def process_index(self) -> int:
+        """This process's number among the program's processes (0: there is one)."""
+        return 0
+
+    def assemble(self, shape: tuple[int, ...], sharding: Any, arrays: list[Any]) -> Any:
+        """One array of `shape` from each device's part, laid out as `sharding` says (on
+        the host's one device: the parts put together)."""
+        out = None
+        for index, part in zip(sharding.devices_indices_map(shape).values(), arrays):
+            part = np.asarray(part)
+            if out is None:
+                out = np.empty(shape, part.dtype)
+            out[index] = part
+        return out
+
     def device_put(self, x: Any, device: Any = None, *, donate: bool = False,
                    may_alias: bool | None = None) -> Any:
         dtype = get_aval(x).dtype

@@ -13,6 +13,8 @@ import os as _os
 
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # keep jaxlib's info logs quiet
 
+from jaxlib._jax import SingleDeviceSharding as _jax_single_device_sharding  # noqa: E402
+
 from lamella.core import Array as _CoreArray  # noqa: E402
 from lamella.core import Device as _CoreDevice  # noqa: E402
 from lamella.core import ShapedArray as _ShapedArray  # noqa: E402
@@ -21,6 +23,10 @@ from lamella.core import config as _config  # noqa: E402
 from lamella.core import errors as _core_errors  # noqa: E402
 from lamella.core import register_executor as _register_executor  # noqa: E402
 from lamella.core import tree_util as _tree_util  # noqa: E402
+from lamella.core.parallel import register_parallel as _register_parallel  # noqa: E402
+from lamella.core.sharding import (  # noqa: E402
+    register_single_device_sharding as _register_single_device_sharding,
+)
 from lamella.core.source_info import register_internal_path as _internal  # noqa: E402
 from lamella.core.structural import (  # noqa: E402
     broadcast_in_dim_p,
@@ -36,6 +42,7 @@ from lamella.lax import (
     state_rules,  # noqa: E402,F401  (discharge rules for refs)
 )
 from lamella.lax import runtime as _runtime  # noqa: E402
+from lamella.lax import spmd_collectives as _spmd_collectives  # noqa: E402, F401
 from lamella.lax.arithmetic import (  # noqa: E402
     abs,
     abs_p,
@@ -228,6 +235,7 @@ from lamella.lax.parallel import (  # noqa: E402
     pswapaxes,
     reduce_scatter_p,
 )
+from lamella.lax.pmap import pmap as _pmap  # noqa: E402
 from lamella.lax.ragged_dot import (  # noqa: E402
     RaggedDotDimensionNumbers,
     ragged_dot,
@@ -332,6 +340,11 @@ from lamella.lax.shapes import (  # noqa: E402
     squeeze,
     squeeze_p,
     transpose,
+)
+from lamella.lax.shard_map import shard_map as _shard_map  # noqa: E402
+from lamella.lax.sharding_constraint import (  # noqa: E402
+    sharding_constraint_p,
+    with_sharding_constraint,
 )
 from lamella.lax.sorting import (  # noqa: E402
     approx_max_k,
@@ -455,4 +468,7 @@ _tree_util.on_register(_runtime.register_pytree_node)  # custom pytrees stay on 
 _core_errors.JaxRuntimeError = _runtime.XlaRuntimeError  # what XLA raises
 _CoreArray.register(Array)
 _CoreDevice.register(_runtime.Device)
+_register_single_device_sharding(_jax_single_device_sharding, _runtime.sharding_for)
+_register_parallel("shard_map", _shard_map)
+_register_parallel("pmap", _pmap)
 _register_executor(_XlaExecutor())

@@ -27,9 +27,10 @@ from lamella.core import Primitive, ShapedArray, dtypes
 from lamella.core.config import config
 from lamella.core.dispatch import Executor
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr
+from lamella.core.sharding import NamedSharding, PartitionSpec, as_named
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import Tracer, aval_of, current_trace, eval_trace
-from lamella.lax import compilation_cache, debug_nans, runtime
+from lamella.lax import compilation_cache, debug_nans, runtime, spmd_executor
 from lamella.lax.callbacks import run_calling_host
 from lamella.lax.lowering import LoweredModule, lower_closed_jaxpr
 from lamella.lax.tokens import AbstractToken, Token
@@ -264,7 +265,10 @@ class XlaExecutor(Executor):
 
     def apply(self, primitive, args, params):
         if primitive in compiled_eagerly:
-            out = apply_primitive(primitive, *args, **params)
+            if spmd_executor.placed_elsewhere(args):
+                out = spmd_executor.apply_placed(self, primitive, args, params)
+            else:
+                out = apply_primitive(primitive, *args, **params)
         else:
             out = super().apply(primitive, args, params)
         if debug_nans.maybe_active and debug_nans.active():
@@ -294,6 +298,10 @@ class XlaExecutor(Executor):
         return program
 
     def execute(self, closed, args, *, name, donated_invars, compiler_options=None):
+        where = spmd_executor.plan(closed, args)
+        if where is not None:
+            return spmd_executor.compiled(self.programs, closed, name, tuple(donated_invars),
+                                          compiler_options, where)(*args)
         outs = self._compiled(closed, name, tuple(donated_invars), compiler_options)(*args)
         if debug_nans.maybe_active and debug_nans.active():
             debug_nans.check_jit_outputs(closed, args, outs, name)
@@ -337,6 +345,10 @@ class XlaExecutor(Executor):
         if entry is None or entry.hoisted or current_trace() is not eval_trace \
                 or any(isinstance(x, Tracer) for x in flat):
             return None
+        default = runtime.sharding_for(runtime.default_device())
+        if spmd_executor.meshes_in(entry.closed) or any(
+                type(x) is runtime.Array and x._sharding is not default for x in flat):
+            return None  # programs placed by their arguments run from Python
         program = self.programs.get((id(entry.closed), entry.donated, None,
                                      runtime.x64_enabled()), (entry.closed,))
         if program is None or program.translates_float0 or program.calls_host \
@@ -357,6 +369,8 @@ class XlaExecutor(Executor):
     def device_put(self, x, device=None, *, donate=False, may_alias=None):
         if device is None and isinstance(x, runtime.Array):
             return x
+        if isinstance(device, (NamedSharding, PartitionSpec)):
+            return self._put_sharded(x, as_named(device, "device_put"), donate)
         device = getattr(device, "_device", device)  # a SingleDeviceSharding names one
         moved = (isinstance(x, runtime.Array) and device is not None
                  and set(x.devices()) != {device})
@@ -365,6 +379,30 @@ class XlaExecutor(Executor):
         if donate and moved:  # the data was copied: the source's memory can go (as in JAX)
             x.delete()
         return out
+
+    def _put_sharded(self, x, sharding: NamedSharding, donate: bool):
+        sharding.check_shape(np.shape(x))
+        devices = sharding.mesh._flat_devices
+        target = runtime.mesh_sharding(devices, sharding.hlo_sharding_text(np.ndim(x)), sharding)
+        if isinstance(x, runtime.Array) and x._sharding is target:
+            return x
+        with _explicit("explicit_device_put"):
+            out = runtime.put_sharded(x, target)
+        if donate and isinstance(x, runtime.Array):
+            x.delete()
+        return out
+
+    def process_index(self) -> int:
+        return runtime.process_index()
+
+    def assemble(self, shape, sharding, arrays):
+        if not isinstance(sharding, NamedSharding):
+            raise TypeError(f"make_array_from_single_device_arrays takes a NamedSharding, got "
+                            f"{sharding!r}")
+        sharding.check_shape(shape)
+        target = runtime.mesh_sharding(sharding.mesh._flat_devices,
+                                       sharding.hlo_sharding_text(len(shape)), sharding)
+        return runtime.assemble(shape, target, arrays)
 
     def device_get(self, x):
         if not isinstance(x, runtime.Array):

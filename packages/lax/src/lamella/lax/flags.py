@@ -46,10 +46,28 @@ def _transfer_guard(direction: str):
     return mirror
 
 
+_cpu_devices_set = [-1]
+
+
+def _num_cpu_devices(value: Any, local: bool) -> None:
+    if local:
+        raise RuntimeError("num_cpu_devices is process-wide: set it with config.update (or "
+                           "LAMELLA_NUM_CPU_DEVICES) before the first computation, not in a "
+                           "`with` block")
+    try:
+        runtime.set_num_cpu_devices(value)
+    except (RuntimeError, ValueError):
+        config.update("num_cpu_devices", _cpu_devices_set[0])  # the flag keeps telling the truth
+        raise
+    _cpu_devices_set[0] = value
+
+
 def mirror_config_in_jaxlib() -> None:
     """Registers the observers (once, when lamella.lax loads)."""
     config.observe("enable_x64", _x64)
     config.observe("disable_jit", _disable_jit)
+    config.observe("num_cpu_devices", _num_cpu_devices)
+    _num_cpu_devices(config.read("num_cpu_devices"), False)
     for direction in ("host_to_device", "device_to_host", "device_to_device"):
         name = f"transfer_guard_{direction}"
         config.observe(name, _transfer_guard(direction))

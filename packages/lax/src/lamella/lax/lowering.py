@@ -199,6 +199,8 @@ class ModuleContext:
     host_callbacks: list[Callable[..., Any]] = field(default_factory=list)
     effect_tokens: dict[Any, ir.Value] = field(default_factory=dict)
     lowering_parameters: LoweringParameters = field(default_factory=lambda: LoweringParameters())
+    # Inside shard_map's manual region: the Mesh whose axes collectives name.
+    axis_context: Any = None
 
     def unique_name(self, base: str) -> str:
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "fn"

@@ -11,7 +11,8 @@ fancy batchers together with `collective_axis_names`, so that vmap applies
 them even when no operand is batched (`psum(1.0, 'i')` is the axis size).
 
 A collective over an axis some *outer* transformation names passes through an
-inner vmap unchanged, with the inner batch axis kept out of its way.
+inner vmap unchanged, with the inner batch axis kept out of its way. Over a
+pmap or shard_map axis it lowers to XLA's collectives (`spmd_collectives`).
 
 The linear collectives are their own JVPs; their transposes are collectives
 too (psum ↔ psum, all_gather ↔ psum_scatter, ppermute ↔ its inverse,
@@ -35,7 +36,6 @@ from lamella.lax.arithmetic import add, div, mul
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.fill import zeros_like_array
 from lamella.lax.logical import eq
-from lamella.lax.lowering import register_lowering
 from lamella.lax.reductions import reduce_max, reduce_min
 from lamella.lax.shapes import concatenate, iota, slice_in_dim
 from lamella.lax.standard import standard_primitive
@@ -127,16 +127,7 @@ def _reducing_collective(name: str, reduce_batch, repeat_unbatched):
 
     batching.fancy_primitive_batchers[prim] = batch
     batching.collective_axis_names[prim] = lambda params: params["axes"]
-    register_lowering(prim, _needs_devices(name))
     return prim
-
-
-def _needs_devices(name: str):
-    def rule(ctx, *args, **params):
-        raise NotImplementedError(
-            f"{name} over a named axis reached the compiler: the axis must be bound by a "
-            "vmap(..., axis_name=...) around it (pmap and shard_map are not available yet)")
-    return rule
 
 
 psum_p = _reducing_collective("psum", lambda v, d: reduce_sum(v, (d,)),
@@ -250,7 +241,6 @@ def _axis_index_batch(axis_data, vals, dims, *, axis_name):
 
 batching.fancy_primitive_batchers[axis_index_p] = _axis_index_batch
 batching.collective_axis_names[axis_index_p] = lambda params: (params["axis_name"],)
-register_lowering(axis_index_p, _needs_devices("axis_index"))
 
 
 def axis_index(axis_name: Any) -> Any:
@@ -367,8 +357,6 @@ batching.fancy_primitive_batchers[all_gather_p] = _all_gather_batch
 batching.fancy_primitive_batchers[reduce_scatter_p] = _reduce_scatter_batch
 batching.collective_axis_names[all_gather_p] = lambda params: params["axis_name"]
 batching.collective_axis_names[reduce_scatter_p] = lambda params: params["axis_name"]
-register_lowering(all_gather_p, _needs_devices("all_gather"))
-register_lowering(reduce_scatter_p, _needs_devices("psum_scatter"))
 
 
 def _all_gather_transpose(ct, x, *, all_gather_dimension, axis_name, axis_index_groups,
@@ -498,7 +486,6 @@ def _all_to_all_transpose(ct, x, *, split_axis, concat_axis, axis_name, axis_ind
 batching.fancy_primitive_batchers[all_to_all_p] = _all_to_all_batch
 batching.collective_axis_names[all_to_all_p] = lambda params: _names(params["axis_name"])
 ad.deflinear2(all_to_all_p, _all_to_all_transpose)
-register_lowering(all_to_all_p, _needs_devices("all_to_all"))
 
 
 def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
@@ -562,7 +549,6 @@ batching.fancy_primitive_batchers[ppermute_p] = _ppermute_batch
 batching.collective_axis_names[ppermute_p] = lambda params: params["axis_name"]
 ad.deflinear2(ppermute_p, lambda ct, x, *, axis_name, perm: [ppermute_p.bind(
     ad.instantiate_zeros(ct), axis_name=axis_name, perm=tuple((d, s) for s, d in perm))])
-register_lowering(ppermute_p, _needs_devices("ppermute"))
 
 
 def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:

@@ -186,12 +186,6 @@ def _byteswap(self, inplace: bool = False):
     return lax.bitcast_convert_type(lax.rev(as_bytes, (len(aval_of(self).shape),)), dtype)
 
 
-def _addressable_data(self, index: int):
-    if index != 0:
-        raise IndexError(f"addressable_data({index}): a lamella Array has one shard, index 0")
-    return self
-
-
 def array_protocols() -> dict[str, Any]:
     """Pickling, copying, formatting, truth and NumPy interop for concrete Arrays."""
     return {
@@ -199,9 +193,6 @@ def array_protocols() -> dict[str, Any]:
         "__deepcopy__": lambda self, memo: copy_array(self), "__format__": _format,
         "__bool__": _truth, "__array_priority__": 100, "byteswap": _byteswap,
         "tobytes": lambda self, order="C": np.asarray(self).tobytes(order),
-        "addressable_data": _addressable_data,
-        "is_fully_addressable": property(lambda self: True),
-        "is_fully_replicated": property(lambda self: True),
     }
 
 

@@ -10,7 +10,8 @@ package, so a jaxlib upgrade touches nothing else. One module per concern:
   jaxlib's C++ jit fast path accepts lamella arrays), and host <-> device;
 - `executables`: compiling a StableHLO module into an `Executable`, donation;
 - `fast_path`: the C++ dispatch fast path (``_jax.pjit``) and its pytree registry;
-- `lapack`: jaxlib's LAPACK kernels as custom-call targets.
+- `lapack`: jaxlib's LAPACK kernels as custom-call targets;
+- `spmd`: arrays over several devices, and programs compiled for several devices.
 
     >>> import numpy as np
     >>> from lamella.lax import runtime
@@ -42,10 +43,12 @@ from lamella.lax.runtime.backends import (
     devices,
     live_arrays,
     memory_limit,
+    process_index,
     release_free_memory,
     set_aval_factory,
     set_disable_jit,
     set_disable_jit_in_thread,
+    set_num_cpu_devices,
     set_x64,
     set_x64_in_thread,
     sharding_for,
@@ -62,6 +65,15 @@ from lamella.lax.runtime.fast_path import (
     register_pytree_node,
 )
 from lamella.lax.runtime.lapack import register_lapack_targets
+from lamella.lax.runtime.spmd import (
+    MeshSharding,
+    Shard,
+    SpmdExecutable,
+    assemble,
+    gather,
+    mesh_sharding,
+    put_sharded,
+)
 
 __all__ = [
     "Array",
@@ -79,6 +91,8 @@ __all__ = [
     "default_device",
     "live_arrays",
     "memory_limit",
+    "process_index",
+    "set_num_cpu_devices",
     "release_free_memory",
     "sharding_for",
     "install_array_methods",
@@ -96,4 +110,11 @@ __all__ = [
     "fast_path_data",
     "make_fast_function",
     "register_lapack_targets",
+    "MeshSharding",
+    "Shard",
+    "SpmdExecutable",
+    "assemble",
+    "gather",
+    "mesh_sharding",
+    "put_sharded",
 ]

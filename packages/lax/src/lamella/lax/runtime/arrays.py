@@ -65,10 +65,8 @@ def host_value(array: Array) -> np.ndarray:
     if array.is_deleted():
         raise DeletedArrayError(deleted_message(array))
     if len(array._sharding._internal_device_list) != 1:
-        raise ValueError(
-            f"this Array is spread over {len(array._sharding._internal_device_list)} "
-            "devices; the runtime reads single-device arrays only"
-        )
+        from lamella.lax.runtime.spmd import gather  # spmd builds on this module
+        return gather(array)
     return array._single_device_array_to_np_array_did_copy()[0]
 
 

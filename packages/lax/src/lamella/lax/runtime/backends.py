@@ -220,6 +220,29 @@ class _Backends(NamedTuple):
 
 _backends_state: _Backends | None = None
 _backends_lock = threading.Lock()
+_num_cpu_devices = -1  # -1: XLA's choice (one, or what XLA_FLAGS forces)
+
+
+def set_num_cpu_devices(count: int) -> None:
+    """How many devices the CPU client gets (-1: XLA's choice); only before it starts.
+
+    Raises RuntimeError once the backend runs with another count: PJRT fixes a
+    client's devices when it is made.
+
+    >>> set_num_cpu_devices(device_count("cpu"))
+    """
+    global _num_cpu_devices
+    count = int(count)
+    if count == 0 or count < -1:
+        raise ValueError(f"num_cpu_devices must be -1 or a positive count, got {count}")
+    if _backends_state is not None:
+        current = len(_backends_state.clients["cpu"].devices())
+        if count not in (-1, current):
+            raise RuntimeError(
+                f"num_cpu_devices={count} was set after the CPU backend started with {current} "
+                "device(s); set it before the first array or computation (or set "
+                "LAMELLA_NUM_CPU_DEVICES in the environment)")
+    _num_cpu_devices = count
 
 
 def _backends() -> _Backends:
@@ -238,7 +261,8 @@ def _create_backends() -> _Backends:
                 clients["cuda"] = cuda  # an accelerator, when present, is the default
             # The CPU client reads XLA_FLAGS (--xla_force_host_platform_device_count)
             # from the environment when it is created.
-            clients["cpu"] = xc.make_cpu_client()
+            clients["cpu"] = (xc.make_cpu_client(num_devices=_num_cpu_devices)
+                              if _num_cpu_devices > 0 else xc.make_cpu_client())
             shardings = {
                 d: _jax.SingleDeviceSharding(d) for c in clients.values() for d in c.devices()
             }
@@ -302,6 +326,15 @@ def device_count(backend: str | None = None) -> int:
     True
     """
     return len(_client(backend).devices())
+
+
+def process_index() -> int:
+    """This process's number among the processes of the program (0 without a cluster).
+
+    >>> process_index()
+    0
+    """
+    return int(_client(None).process_index())
 
 
 def default_device() -> Device:

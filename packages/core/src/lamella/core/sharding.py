@@ -1,0 +1,551 @@
+"""Sharding: how an array is laid out over several devices (JAX's `jax.sharding`).
+
+A `Mesh` arranges devices in an n-dimensional grid with named axes; a
+`PartitionSpec` says, for each dimension of an array, which mesh axes split it
+(None: not split); a `NamedSharding(mesh, spec)` is the pair. Axes of the mesh
+that the spec does not name replicate the array. `SingleDeviceSharding(d)`
+puts the whole array on one device.
+
+Everything here is plain Python over device objects: the runtime (lamella.lax)
+turns a sharding into XLA's tiling (`hlo_sharding_text`) and places the shards.
+
+>>> import lamella.core as lc
+>>> mesh = Mesh(np.array(lc.devices()), ("x",))
+>>> sharding = NamedSharding(mesh, P("x"))
+>>> sharding.shard_shape((4, 3)) == (4 // len(lc.devices()), 3)
+True
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import enum
+import itertools
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from lamella.core.devices import devices as _devices
+from lamella.core.primitive import Primitive
+
+__all__ = ["AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding",
+           "SingleDeviceSharding", "get_mesh", "make_mesh", "reshard", "set_mesh",
+           "use_mesh", "sharding_constraint_p", "with_sharding_constraint"]
+
+
+class AxisType(enum.Enum):
+    """How a mesh axis is partitioned: by XLA (Auto), as part of each array's type
+    (Explicit), or by the user's per-device code (Manual, inside shard_map)."""
+
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class _Unconstrained:
+    def __repr__(self) -> str:
+        return "UNCONSTRAINED"
+
+
+class PartitionSpec(tuple):
+    """For each array dimension: the mesh axis (or tuple of axes) that splits it, or None.
+
+    Trailing dimensions not listed are not split.
+
+    >>> P("x", None), P("x")
+    (P('x', None), P('x',))
+    >>> P(("x", "y"))[0]
+    ('x', 'y')
+    """
+
+    UNCONSTRAINED = _Unconstrained()
+
+    def __new__(cls, *partitions: Any) -> PartitionSpec:
+        for entry in partitions:
+            names = entry if isinstance(entry, tuple) else (entry,)
+            if isinstance(entry, list) or any(
+                    isinstance(n, (list, int)) and not isinstance(n, bool) for n in names):
+                raise TypeError(f"PartitionSpec entries are mesh axis names, tuples of names or "
+                                f"None, got {entry!r}")
+        return super().__new__(cls, partitions)
+
+    def __repr__(self) -> str:
+        return "P" + tuple.__repr__(self)
+
+    def __reduce__(self) -> Any:
+        return (PartitionSpec, tuple(self))
+
+    def _normalized(self, ndim: int) -> tuple[tuple[str, ...], ...]:
+        """One tuple of axis names per dimension (empty: not split)."""
+        entries = [() if e is None or e is PartitionSpec.UNCONSTRAINED
+                   else tuple(e) if isinstance(e, tuple) else (e,) for e in self]
+        return tuple(entries + [()] * (ndim - len(entries)))
+
+
+P = PartitionSpec
+
+
+class Mesh:
+    """Devices arranged in a grid whose axes have names.
+
+    A mesh is also a context manager (`with mesh:`) making it the current mesh,
+    as `use_mesh(mesh)` does.
+
+    >>> import lamella.core as lc
+    >>> mesh = Mesh(np.array(lc.devices()).reshape(-1, 1), ("x", "y"))
+    >>> mesh.axis_names, mesh.shape["y"]
+    (('x', 'y'), 1)
+    """
+
+    def __init__(self, devices: Any, axis_names: str | Sequence[str],
+                 axis_types: AxisType | Sequence[AxisType] | None = None):
+        grid = np.asarray(devices, dtype=object)
+        names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if grid.ndim != len(names):
+            raise ValueError(f"Mesh: the device array has {grid.ndim} dimensions "
+                             f"{grid.shape} but {len(names)} axis names {names} were given")
+        if len(set(names)) != len(names):
+            raise ValueError(f"Mesh: axis names must be distinct, got {names}")
+        ids = [d.id for d in grid.flat]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"Mesh: a device appears twice in {grid}")
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(names)
+        elif isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(names)
+        if len(tuple(axis_types)) != len(names):
+            raise ValueError(f"Mesh: {len(tuple(axis_types))} axis types for {len(names)} axes")
+        self.devices = grid
+        self.axis_names = names
+        self.axis_types = tuple(axis_types)
+
+    @property
+    def shape(self) -> OrderedDict[str, int]:
+        return OrderedDict(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def axis_sizes(self) -> tuple[int, ...]:
+        return tuple(self.devices.shape)
+
+    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.devices.shape)))
+    size = property(lambda self: int(self.devices.size))
+    empty = property(lambda self: self.devices.size == 0)
+    device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
+
+    @property
+    def local_devices(self) -> list[Any]:
+        return [d for d in self.devices.flat if d.process_index == d.client.process_index()] \
+            if self.devices.size and hasattr(self.devices.flat[0], "client") \
+            else list(self.devices.flat)
+
+    @property
+    def _flat_devices(self) -> tuple[Any, ...]:
+        return tuple(self.devices.flat)
+
+    def _key(self) -> tuple:
+        return (tuple(d.id for d in self.devices.flat), self.devices.shape, self.axis_names,
+                self.axis_types)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mesh) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
+                f"axis_types={tuple(self.axis_types)})")
+
+    def _short(self) -> str:
+        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
+        return f"Mesh({axes}, axis_types={tuple(self.axis_types)})"
+
+    def __enter__(self) -> Mesh:
+        _mesh_state.stack.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _mesh_state.stack.pop()
+
+
+class _MeshState(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Mesh] = []
+
+
+_mesh_state = _MeshState()
+_global_mesh: list[Mesh | None] = [None]
+
+
+def get_mesh() -> Mesh | None:
+    """The current mesh: the innermost `use_mesh`/`with mesh:`, else the one `set_mesh` set.
+
+    >>> get_mesh() is None
+    True
+    """
+    return _mesh_state.stack[-1] if _mesh_state.stack else _global_mesh[0]
+
+
+class _MeshSetting:
+    """What `set_mesh` returns: the mesh is set already; as a context manager, the
+    previous one comes back at the end of the block."""
+
+    def __init__(self, previous: Mesh | None):
+        self._previous = previous
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        _global_mesh[0] = self._previous
+
+
+def set_mesh(mesh: Mesh | None) -> _MeshSetting:
+    """Makes `mesh` the current mesh (for `P` specs given without a mesh); usable as
+    `with set_mesh(mesh):`, after which the previous mesh is current again.
+
+    >>> mesh = make_mesh((1,), ("x",))
+    >>> with set_mesh(mesh):
+    ...     get_mesh() == mesh
+    True
+    """
+    if mesh is not None and not isinstance(mesh, Mesh):
+        raise TypeError(f"set_mesh takes a Mesh or None, got {type(mesh).__name__}")
+    previous, _global_mesh[0] = _global_mesh[0], mesh
+    return _MeshSetting(previous)
+
+
+@contextlib.contextmanager
+def use_mesh(mesh: Mesh) -> Iterator[Mesh]:
+    """Makes `mesh` the current mesh inside the block (this thread only).
+
+    >>> with use_mesh(make_mesh((1,), ("x",))) as mesh:
+    ...     get_mesh().axis_names
+    ('x',)
+    """
+    with mesh:
+        yield mesh
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
+              axis_types: Sequence[AxisType] | None = None, *,
+              devices: Sequence[Any] | None = None) -> Mesh:
+    """A mesh of the first `prod(axis_shapes)` devices (or of `devices`), in order.
+
+    As in JAX 0.10, axes are Explicit unless `axis_types` says otherwise.
+
+    >>> make_mesh((1,), ("x",))
+    Mesh(axis_sizes=(1,), axis_names=('x',), axis_types=(Explicit,))
+    """
+    shape = tuple(int(s) for s in axis_shapes)
+    if len(shape) != len(tuple(axis_names)):
+        raise ValueError(f"make_mesh: {len(shape)} axis sizes {shape} for "
+                         f"{len(tuple(axis_names))} axis names {tuple(axis_names)}")
+    available = list(devices) if devices is not None else _devices()
+    needed = math.prod(shape)
+    if needed > len(available) or (devices is not None and needed != len(available)):
+        raise ValueError(f"make_mesh: a mesh of shape {shape} needs {needed} devices, but "
+                         f"{len(available)} are available; more CPU devices come from the config "
+                         "option num_cpu_devices (LAMELLA_NUM_CPU_DEVICES) set before first use")
+    grid = np.empty(needed, dtype=object)
+    grid[:] = available[:needed]
+    types = (AxisType.Explicit,) * len(shape) if axis_types is None else tuple(axis_types)
+    return Mesh(grid.reshape(shape), tuple(axis_names), types)
+
+
+class Sharding(abc.ABC):
+    """The type of every sharding: which devices hold which part of an array."""
+
+    @property
+    def device_set(self) -> set[Any]:
+        return set(self._device_assignment)
+
+    @property
+    def num_devices(self) -> int:
+        return len(self._device_assignment)
+
+    @property
+    def memory_kind(self) -> str:
+        return "device"
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return True
+
+    @property
+    def addressable_devices(self) -> set[Any]:
+        return self.device_set
+
+    @property
+    @abc.abstractmethod
+    def _device_assignment(self) -> tuple[Any, ...]:
+        """The devices, in the order of XLA's device assignment."""
+
+    @abc.abstractmethod
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict[Any, tuple[slice, ...]]:
+        """The part of an array of `global_shape` each device holds."""
+
+    def addressable_devices_indices_map(self, global_shape: Sequence[int]
+                                        ) -> dict[Any, tuple[slice, ...]]:
+        return self.devices_indices_map(global_shape)
+
+    def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
+        """The shape of the part one device holds."""
+        index = next(iter(self.devices_indices_map(global_shape).values()))
+        return tuple(len(range(*s.indices(n))) for s, n in zip(index, global_shape))
+
+
+_single_device_factory: list[Any] = [None]
+
+
+class SingleDeviceSharding(Sharding):
+    """The whole array on one device.
+
+    With lamella.lax installed this is the runtime's own single-device sharding
+    (the one arrays carry), so `x.sharding == SingleDeviceSharding(x.device)`.
+    """
+
+    def __new__(cls, device: Any, *, memory_kind: str | None = None) -> Any:
+        if _single_device_factory[0] is not None:
+            return _single_device_factory[0](device)
+        self = super().__new__(cls)
+        self._device = device
+        return self
+
+    _device_assignment = property(lambda self: (self._device,))
+    is_fully_replicated = property(lambda self: True)
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict[Any, tuple[slice, ...]]:
+        return {self._device: tuple(slice(None) for _ in global_shape)}
+
+    def __repr__(self) -> str:
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SingleDeviceSharding) and self._device == other._device
+
+    def __hash__(self) -> int:
+        return hash(self._device)
+
+
+def register_single_device_sharding(cls: type, factory: Any) -> None:
+    """Makes the runtime's single-device sharding class `cls` count as a
+    `SingleDeviceSharding`, which then builds its instances with `factory(device)`."""
+    SingleDeviceSharding.register(cls)
+    _single_device_factory[0] = factory
+
+
+class NamedSharding(Sharding):
+    """An array split over a mesh: dimension i by the mesh axes `spec[i]` names.
+
+    >>> mesh = make_mesh((1,), ("x",))
+    >>> NamedSharding(mesh, P("x"))
+    NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=P('x',), memory_kind=device)
+    """
+
+    def __init__(self, mesh: Mesh, spec: PartitionSpec | Sequence[Any] | None = None, *,
+                 memory_kind: str | None = None):
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"NamedSharding takes a Mesh, got {type(mesh).__name__}")
+        if not isinstance(spec, PartitionSpec):
+            if spec is None:
+                spec = PartitionSpec()
+            elif isinstance(spec, (tuple, list)):
+                spec = PartitionSpec(*spec)
+            else:
+                raise TypeError(f"NamedSharding takes a PartitionSpec, got {spec!r}")
+        used: list[str] = []
+        for entry in spec._normalized(len(spec)):
+            for name in entry:
+                if name not in mesh.axis_names:
+                    raise ValueError(f"Resource axis: {name} of {spec!r} is not found in mesh: "
+                                     f"{mesh.axis_names}.")
+                if name in used:
+                    raise ValueError(f"A single NamedSharding spec specification can map every "
+                                     f"mesh axis to at most one positional dimension, but "
+                                     f"{spec!r} has duplicate entries for `{name}`")
+                used.append(name)
+        self.mesh = mesh
+        self.spec = spec
+        self._memory_kind = memory_kind
+
+    _device_assignment = property(lambda self: self.mesh._flat_devices)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return all(self.mesh.shape[n] == 1 for e in self.spec._normalized(len(self.spec))
+                   for n in e)
+
+    def with_spec(self, spec: PartitionSpec | Sequence[Any]) -> NamedSharding:
+        return NamedSharding(self.mesh, spec)
+
+    def __repr__(self) -> str:
+        return f"NamedSharding(mesh={self.mesh._short()}, spec={self.spec!r}, memory_kind=device)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NamedSharding) and self.mesh == other.mesh and (
+            self.spec._normalized(max(len(self.spec), len(other.spec)))
+            == other.spec._normalized(max(len(self.spec), len(other.spec))))
+
+    def __hash__(self) -> int:
+        spec = self.spec._normalized(len(self.spec))
+        while spec and not spec[-1]:
+            spec = spec[:-1]
+        return hash((self.mesh, spec))
+
+    def check_shape(self, global_shape: Sequence[int]) -> None:
+        """Raises ValueError unless an array of `global_shape` can be split this way."""
+        shape = tuple(global_shape)
+        if len(self.spec) > len(shape):
+            raise ValueError(f"Sharding {self!r} is only valid for values of rank at least "
+                             f"{len(self.spec)}, but was applied to a value of rank {len(shape)}")
+        for dim, (size, names) in enumerate(zip(shape, self.spec._normalized(len(shape)))):
+            parts = math.prod(self.mesh.shape[n] for n in names)
+            if size % parts:
+                factors = [math.prod(self.mesh.shape[n] for n in e)
+                           for e in self.spec._normalized(len(shape))]
+                raise ValueError(
+                    f"Sharding {self!r} implies that array axis {dim} is partitioned {parts} "
+                    f"times, but the dimension size is {size} (full shape: {shape}, "
+                    f"per-dimension tiling factors: {factors} should evenly divide the shape)")
+
+    def tile_assignment(self, ndim: int) -> tuple[list[int], np.ndarray, int]:
+        """XLA's view: tiles per dimension, the mesh positions of the tiles in order
+        (shape: tiles per dimension + [replicas]), and the number of replicas."""
+        spec = self.spec._normalized(ndim)
+        names = list(self.mesh.axis_names)
+        split = [n for entry in spec for n in entry]
+        rest = [n for n in names if n not in split]
+        positions = np.arange(self.mesh.size).reshape(self.mesh.axis_sizes)
+        order = [names.index(n) for n in split + rest]
+        tiles = [math.prod(self.mesh.shape[n] for n in entry) for entry in spec]
+        replicas = math.prod(self.mesh.shape[n] for n in rest)
+        return tiles, positions.transpose(order).reshape(tiles + [replicas]), replicas
+
+    def hlo_sharding_text(self, ndim: int) -> str:
+        """This sharding in XLA's HloSharding syntax, device numbers being positions in
+        the mesh (`{devices=[4,1,2]0,1,... last_tile_dim_replicate}`)."""
+        tiles, assignment, replicas = self.tile_assignment(ndim)
+        if math.prod(tiles) == 1:
+            return "{replicated}"
+        dims = tiles + [replicas] if replicas > 1 else tiles
+        ids = ",".join(map(str, assignment.flat))
+        suffix = " last_tile_dim_replicate" if replicas > 1 else ""
+        return "{devices=[" + ",".join(map(str, dims)) + "]" + ids + suffix + "}"
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict[Any, tuple[slice, ...]]:
+        shape = tuple(global_shape)
+        self.check_shape(shape)
+        spec = self.spec._normalized(len(shape))
+        sizes = self.mesh.shape
+        flat = self.mesh._flat_devices
+        out = {}
+        for position, coords in enumerate(itertools.product(*map(range, self.mesh.axis_sizes))):
+            at = dict(zip(self.mesh.axis_names, coords))
+            index = []
+            for size, names in zip(shape, spec):
+                if not names:
+                    index.append(slice(None))
+                    continue
+                block = 0
+                for n in names:
+                    block = block * sizes[n] + at[n]
+                step = size // math.prod(sizes[n] for n in names)
+                index.append(slice(block * step, (block + 1) * step))
+            out[flat[position]] = tuple(index)
+        return out
+
+
+def as_named(sharding: Any, what: str) -> NamedSharding:
+    """`sharding` as a NamedSharding: a bare PartitionSpec takes the current mesh."""
+    if isinstance(sharding, NamedSharding):
+        return sharding
+    if isinstance(sharding, PartitionSpec):
+        mesh = get_mesh()
+        if mesh is None:
+            raise ValueError(f"{what}: a PartitionSpec {sharding!r} needs a mesh: pass "
+                             "NamedSharding(mesh, spec), or set one with set_mesh/use_mesh")
+        return NamedSharding(mesh, sharding)
+    raise TypeError(f"{what} takes a NamedSharding or a PartitionSpec, got {sharding!r}")
+
+
+# ---------------------------------------------------------------------------
+# Sharding constraints: an identity that tells the partitioner a value's layout.
+
+sharding_constraint_p = Primitive("sharding_constraint")
+
+
+@sharding_constraint_p.def_impl
+def _constraint_impl(x: Any, *, sharding: NamedSharding) -> Any:
+    from lamella.core.devices import device_put
+    return device_put(x, sharding)
+
+
+sharding_constraint_p.def_abstract_eval(lambda aval, *, sharding: aval)
+
+
+def _register_constraint_rules() -> None:
+    from lamella.core import ad, batching
+
+    ad.deflinear2(sharding_constraint_p,
+                  lambda ct, x, *, sharding: [sharding_constraint_p.bind(
+                      ad.instantiate_zeros(ct), sharding=sharding)])
+
+    def batch(args, dims, *, sharding):
+        (x,), (d,) = args, dims
+        spec = list(sharding.spec._normalized(np.ndim(x) - 1))
+        spec.insert(d, None)
+        return sharding_constraint_p.bind(
+            x, sharding=NamedSharding(sharding.mesh, PartitionSpec(*[e or None for e in spec]))
+        ), d
+    batching.primitive_batchers[sharding_constraint_p] = batch
+
+
+_register_constraint_rules()
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """`x` (a pytree), with each leaf laid out as the matching sharding says: inside
+    `jit` a hint to XLA's partitioner, outside it a `device_put`.
+
+    >>> import lamella.core as lc
+    >>> mesh = make_mesh((1,), ("x",))
+    >>> lc.jit(lambda v: with_sharding_constraint(v, NamedSharding(mesh, P("x"))))(
+    ...     np.ones(2, np.float32)).shape
+    (2,)
+    """
+    from lamella.core.tree_util import tree_flatten, tree_unflatten
+    leaves, tree = tree_flatten(x)
+    if isinstance(shardings, (NamedSharding, PartitionSpec)):
+        targets = [shardings] * len(leaves)
+    else:
+        targets, _ = tree_flatten(shardings, is_leaf=lambda s: isinstance(
+            s, (NamedSharding, PartitionSpec)))
+        if len(targets) != len(leaves):
+            raise ValueError(f"with_sharding_constraint: {len(targets)} shardings for "
+                             f"{len(leaves)} values")
+    outs = []
+    for leaf, target in zip(leaves, targets):
+        named = as_named(target, "with_sharding_constraint")
+        named.check_shape(np.shape(leaf))
+        outs.append(sharding_constraint_p.bind(leaf, sharding=named))
+    return tree_unflatten(tree, outs)
+
+
+def reshard(xs: Any, out_shardings: Any) -> Any:
+    """`xs` laid out as `out_shardings` says (a sharding, a spec, or a pytree of them):
+    `device_put` on concrete values, a sharding constraint under `jit`.
+
+    >>> mesh = make_mesh((1,), ("x",))
+    >>> reshard(np.ones(2, np.float32), NamedSharding(mesh, P())).sharding.spec
+    P()
+    """
+    return with_sharding_constraint(xs, out_shardings)

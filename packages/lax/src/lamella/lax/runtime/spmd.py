@@ -1,0 +1,325 @@
+"""Arrays spread over several devices, and SPMD programs compiled for many devices.
+
+A multi-device array is jaxlib's `ArrayImpl` over one buffer per device, with
+a `MeshSharding`: jaxlib's `GSPMDSharding` (the device list plus XLA's tiling,
+an `HloSharding`) that also remembers the user's sharding (`.named`, a
+lamella.core `NamedSharding`) so `Array.sharding` gives back what was asked for.
+
+Programs are compiled once for all the devices with XLA's SPMD partitioner
+(`num_partitions` = number of devices); partition i runs on device i of the
+list, and HloSharding device numbers are those positions. jaxlib kills the
+process when a buffer sits on a device other than the one its partition runs
+on, so every argument is checked (and placed) in Python first.
+
+>>> import numpy as np
+>>> from lamella.lax.runtime.backends import devices
+>>> one = mesh_sharding(tuple(devices()[:1]), "{replicated}")
+>>> x = put_sharded(np.arange(4, dtype=np.float32), one)
+>>> gather(x)
+array([0., 1., 2., 3.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from jaxlib import _jax
+from jaxlib import xla_client as xc
+
+from lamella.lax.runtime.arrays import (
+    Array,
+    DeletedArrayError,
+    _host_array,
+    deleted_message,
+    install_array_methods,
+)
+from lamella.lax.runtime.backends import (
+    Device,
+    XlaRuntimeError,
+    check_fits,
+    describe,
+    make_aval,
+    sharding_for,
+)
+
+
+class MeshSharding(_jax.GSPMDSharding):
+    """jaxlib's GSPMDSharding, carrying the user-facing sharding in `named` (or None)."""
+
+    named: Any = None
+
+    def __repr__(self) -> str:
+        return f"GSPMDSharding({self._hlo_sharding}, devices={list(self._devices)})"
+
+
+# What jaxlib's C++ side calls on a sharding (as for single-device shardings).
+for _name, _value in {
+    "_to_xla_hlo_sharding": lambda self, num_dimensions: self._hlo_sharding,
+    "_device_assignment": property(lambda self: tuple(self._devices)),
+    "memory_kind": property(lambda self: self._memory_kind),
+    "num_devices": property(lambda self: len(self._devices)),
+    "device_set": property(lambda self: set(self._devices)),
+    "is_fully_replicated": property(lambda self: self._hlo_sharding.is_replicated()),
+    "is_fully_addressable": property(lambda self: True),
+}.items():
+    setattr(_jax.GSPMDSharding, _name, _value)
+
+_shardings: dict[tuple, MeshSharding] = {}
+
+
+def mesh_sharding(devices: tuple[Device, ...], hlo_text: str, named: Any = None
+                  ) -> MeshSharding:
+    """The sharding over `devices` tiled as `hlo_text` says (one object per pair and
+    user sharding, so equal layouts share jaxlib's caches)."""
+    key = (devices, hlo_text, named)
+    sharding = _shardings.get(key)
+    if sharding is None:
+        sharding = MeshSharding(xc.DeviceList(devices), xc.HloSharding.from_string(hlo_text))
+        sharding.named = named
+        _shardings[key] = sharding
+    return sharding
+
+
+def with_hlo(devices: tuple[Device, ...], hlo: Any, named: Any = None) -> MeshSharding:
+    """`mesh_sharding` from an HloSharding object (what a compiled program reports)."""
+    return mesh_sharding(devices, str(hlo), named)
+
+
+def shard_indices(hlo: Any, shape: Sequence[int], num_devices: int) -> list[tuple[slice, ...]]:
+    """For each device position, the part of an array of `shape` it holds under `hlo`."""
+    full = tuple(slice(None) for _ in shape)
+    if hlo.is_replicated() or not hlo.is_tiled():
+        return [full] * num_devices
+    dims = list(hlo.tile_assignment_dimensions())
+    tiled = dims[:len(shape)]
+    out: list[tuple[slice, ...]] = [full] * num_devices
+    for flat, position in enumerate(hlo.tile_assignment_devices()):
+        coords = np.unravel_index(flat, dims)[:len(shape)]
+        out[position] = tuple(
+            slice(None) if t == 1 else slice(c * (n // t), (c + 1) * (n // t))
+            for c, t, n in zip(coords, tiled, shape))
+    return out
+
+
+def replica_ids(hlo: Any, num_devices: int) -> list[int]:
+    """For each device position, which copy of its part it holds (0 for the first)."""
+    if hlo.is_replicated() or not hlo.is_tiled():
+        return list(range(num_devices))
+    if not hlo.replicate_on_last_tile_dim():
+        return [0] * num_devices
+    dims = list(hlo.tile_assignment_dimensions())
+    out = [0] * num_devices
+    for flat, position in enumerate(hlo.tile_assignment_devices()):
+        out[position] = int(np.unravel_index(flat, dims)[-1])
+    return out
+
+
+def put_sharded(x: Any, sharding: MeshSharding, weak_type: bool = False) -> Array:
+    """Host data (or an Array) laid out over `sharding`'s devices (a copy).
+
+    The shape must split evenly; each device gets its part.
+    """
+    if isinstance(x, Array):
+        if x.is_deleted():
+            raise DeletedArrayError(deleted_message(x))
+        weak_type = x.aval.weak_type
+        x = gather(x)
+    host, weak = _host_array(x, weak_type)
+    devices = tuple(sharding._devices)
+    indices = shard_indices(sharding._hlo_sharding, host.shape, len(devices))
+    check_fits(host[indices[0]].shape, host.dtype, devices[0], "device_put")
+    shards = [np.ascontiguousarray(host[index]) for index in indices]
+    aval = make_aval(host.shape, host.dtype, weak)
+    return _jax.batched_device_put(aval, sharding, shards, list(devices), True)
+
+
+def gather(x: Array) -> np.ndarray:
+    """The whole value of a (possibly multi-device) Array, on the host."""
+    if x.is_deleted():
+        raise DeletedArrayError(deleted_message(x))
+    arrays = x._arrays
+    if len(arrays) == 1:
+        return arrays[0]._single_device_array_to_np_array_did_copy()[0]
+    sharding = x._sharding
+    shape = x.aval.shape
+    if sharding.is_fully_replicated:
+        return np.asarray(arrays[0])
+    out = np.empty(shape, x.aval.dtype)
+    indices = shard_indices(sharding._hlo_sharding, shape, len(arrays))
+    for array, index in zip(arrays, indices):
+        out[index] = np.asarray(array)
+    out.flags.writeable = False
+    return out
+
+
+class Shard(NamedTuple):
+    """One device's part of an Array: where it lives, which part, which copy, the data."""
+
+    device: Device
+    index: tuple[slice, ...]
+    replica_id: int
+    data: Array
+
+
+def addressable_shards(x: Array) -> list[Shard]:
+    """Each device's part of `x`, in the order of its sharding's devices."""
+    if x.is_deleted():
+        raise DeletedArrayError(deleted_message(x))
+    arrays = x._arrays
+    sharding = x._sharding
+    if isinstance(sharding, _jax.GSPMDSharding):
+        hlo = sharding._hlo_sharding
+        indices = shard_indices(hlo, x.aval.shape, len(arrays))
+        replicas = replica_ids(hlo, len(arrays))
+    else:
+        indices = [tuple(slice(None) for _ in x.aval.shape)]
+        replicas = [0]
+    shards = []
+    for a, index, replica in zip(arrays, indices, replicas):
+        device = a._sharding._internal_device_list[0]
+        shape = tuple(len(range(*s.indices(n))) for s, n in zip(index, x.aval.shape))
+        aval = make_aval(shape, x.aval.dtype, x.aval.weak_type)  # jaxlib's pieces have none
+        data = Array(aval, sharding_for(device), [a], True, _skip_checks=True)
+        shards.append(Shard(device, index, replica, data))
+    return shards
+
+
+def assemble(shape: Sequence[int], sharding: MeshSharding, arrays: Sequence[Array]) -> Array:
+    """One Array over `sharding` from one single-device Array per device (no copy)."""
+    devices = tuple(sharding._devices)
+    if len(arrays) != len(devices):
+        raise ValueError(f"make_array_from_single_device_arrays: {len(arrays)} arrays for a "
+                         f"sharding over {len(devices)} devices")
+    by_device = {}
+    for a in arrays:
+        if not isinstance(a, Array) or len(a._arrays) != 1:
+            raise TypeError("make_array_from_single_device_arrays takes single-device Arrays, "
+                            f"got {type(a).__name__}")
+        by_device[a._sharding._internal_device_list[0]] = a
+    if set(by_device) != set(devices):
+        raise ValueError("make_array_from_single_device_arrays: the arrays are on "
+                         f"{sorted(map(str, by_device))}, the sharding's devices are "
+                         f"{sorted(map(str, devices))}")
+    indices = shard_indices(sharding._hlo_sharding, shape, len(devices))
+    ordered = [by_device[d] for d in devices]
+    dtype = ordered[0].aval.dtype
+    for d, a, index in zip(devices, ordered, indices):
+        expected = tuple(len(range(*s.indices(n))) for s, n in zip(index, shape))
+        if a.aval.shape != expected or a.aval.dtype != dtype:
+            raise ValueError(f"make_array_from_single_device_arrays: the array on {d} is "
+                             f"{describe(a.aval.shape, a.aval.dtype)}, the sharding needs "
+                             f"{describe(expected, dtype)} there")
+    aval = make_aval(tuple(shape), dtype, False)
+    return Array(aval, sharding, ordered, True, _skip_checks=True)
+
+
+class SpmdExecutable:
+    """A program compiled once for several devices by XLA's SPMD partitioner.
+
+    Arguments are placed as `in_shardings` says (host values and uncommitted
+    Arrays are copied there; a committed Array laid out otherwise is copied too);
+    outputs come out laid out as XLA chose (`out_shardings`).
+    """
+
+    def __init__(self, module: Any, devices: tuple[Device, ...],
+                 in_shardings: Sequence[MeshSharding], name: str,
+                 in_specs: Sequence[tuple[tuple[int, ...], np.dtype]], out_avals: Sequence[Any],
+                 out_named: Any, donated_args: Sequence[int] = (),
+                 compiler_options: dict[str, Any] | None = None):
+        from lamella.lax import mlir_context
+        from lamella.lax.runtime.executables import _alias_donated_args
+        _, out_specs = mlir_context.main_signature(module)
+        self.donated_args = _alias_donated_args(module, donated_args, list(in_specs), out_specs)
+        options = xc.CompileOptions()
+        options.num_replicas = 1
+        options.num_partitions = len(devices)
+        options.executable_build_options.use_spmd_partitioning = True
+        # Unannotated outputs keep the layout propagation gives them (not replicated).
+        options.executable_build_options.allow_spmd_sharding_propagation_to_output = [True]
+        if compiler_options:
+            options.env_option_overrides = [
+                (str(k), v if isinstance(v, (bool, int, float)) else str(v))
+                for k, v in compiler_options.items()]
+        options.device_assignment = xc.DeviceAssignment.create(
+            np.array([[d.id for d in devices]], np.int32))
+        self.xla_executable = devices[0].client.compile_and_load(
+            module, executable_devices=xc.DeviceList(devices), compile_options=options)
+        self.devices = devices
+        self.name = name
+        self.in_shardings = list(in_shardings)
+        self.in_specs = list(in_specs)
+        self.out_avals = list(out_avals)
+        reported = self.xla_executable.get_output_shardings()  # None on one device
+        hlos = [xc.HloSharding.from_proto(p) for p in reported] if reported is not None \
+            else [xc.HloSharding.replicate()] * len(self.out_avals)
+        self.out_shardings = [with_hlo(devices, h, out_named(h, a.ndim))
+                              for h, a in zip(hlos, self.out_avals)]
+        self._handlers = [
+            _jax.array_result_handler(a, s, committed=True, _skip_checks=True)
+            for a, s in zip(self.out_avals, self.out_shardings)]
+
+    def __call__(self, *args: Any) -> list[Array]:
+        if len(args) != len(self.in_specs):
+            raise TypeError(f"{self.name} takes {len(self.in_specs)} arguments, got {len(args)}")
+        arrays = [self._place(i, a) for i, a in enumerate(args)]
+        try:
+            return self.xla_executable.execute_sharded(arrays).consume_with_handlers(
+                self._handlers)
+        except XlaRuntimeError:
+            for a in arrays:
+                if a.is_deleted():
+                    raise DeletedArrayError(deleted_message(a)) from None
+            raise
+
+    def _place(self, i: int, a: Any) -> Array:
+        sharding = self.in_shardings[i]
+        shape, dtype = self.in_specs[i]
+        if isinstance(a, Array):
+            if a.is_deleted():
+                raise DeletedArrayError(deleted_message(a))
+            if (a.aval.shape, a.aval.dtype) != (shape, dtype):
+                raise TypeError(f"argument {i} of {self.name}: expected {describe(shape, dtype)}, "
+                                f"got {describe(a.aval.shape, a.aval.dtype)}")
+            current = a._sharding
+            if len(self.devices) == 1 and tuple(current._internal_device_list) == self.devices:
+                return Array(a.aval, sharding, [a], True, _skip_checks=True)
+            if current is sharding or (
+                    isinstance(current, _jax.GSPMDSharding)
+                    and tuple(current._devices) == self.devices
+                    and current._hlo_sharding == sharding._hlo_sharding):
+                return a
+        return put_sharded(a, sharding)
+
+    def as_text(self) -> str:
+        return self.xla_executable.hlo_modules()[0].to_string()
+
+    def cost_analysis(self) -> dict[str, float]:
+        return dict(self.xla_executable.cost_analysis())
+
+
+def named_candidates(axis_names: Sequence[str], ndim: int) -> list[tuple]:
+    """Every way to give each mesh axis (in mesh order) to one array dimension or none:
+    a spec as one tuple of axis names per dimension."""
+    out = []
+    for choice in itertools.product(range(-1, ndim), repeat=len(axis_names)):
+        spec = [[] for _ in range(ndim)]
+        for name, dim in zip(axis_names, choice):
+            if dim >= 0:
+                spec[dim].append(name)
+        out.append(tuple(tuple(e) for e in spec))
+    out.sort(key=lambda spec: sum(map(len, spec)))
+    return out
+
+
+install_array_methods({
+    "sharding": property(lambda self: getattr(self._sharding, "named", None) or self._sharding),
+    "addressable_shards": property(addressable_shards),
+    "global_shards": property(addressable_shards),
+    "is_fully_replicated": property(lambda self: self._sharding.is_fully_replicated),
+    "is_fully_addressable": property(lambda self: True),
+    "addressable_data": lambda self, index: self if index == 0 and len(self._arrays) == 1
+    else addressable_shards(self)[index].data,
+})

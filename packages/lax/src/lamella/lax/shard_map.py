@@ -1,0 +1,390 @@
+"""`shard_map`: a function written for one device's block, run on every device of a mesh.
+
+`shard_map(f, mesh=, in_specs=, out_specs=)(*args)` splits each argument as its
+spec says, runs `f` on each device's block (collectives over the mesh's axis
+names combine blocks), and puts the results together as `out_specs` says.
+Axes a spec does not name replicate: an input is passed whole to each device
+along them, an output is taken from one device (they must agree).
+
+`f` is traced once, on the blocks' shapes, into the `shard_map` primitive's
+jaxpr. The primitive lowers to XLA's manual-sharding region (custom calls
+`Sharding`, `SPMDFullToShardShape` / `SPMDShardToFullShape`), the collectives
+inside it to StableHLO's all_reduce, all_gather, reduce_scatter, all_to_all and
+collective_permute over the mesh's device groups. It differentiates (JVP,
+partial evaluation, transposition: an output replicated over an axis passes
+each device 1/n of its cotangent, an input replicated over an axis sums its
+cotangents over the axis) and batches (an unsplit leading dimension).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from lamella.core import ShapedArray, ad, batching, partial_eval
+from lamella.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from lamella.core.primitive import Primitive
+from lamella.core.rules import Zero, instantiate_zeros, is_undefined_primal
+from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec, get_mesh
+from lamella.core.staging import trace_to_jaxpr
+from lamella.core.trace import set_current_trace
+from lamella.core.trace_queries import extend_axis_env
+from lamella.core.tree_util import tree_flatten, tree_unflatten
+from lamella.core.util import merge_lists, partition_list
+from lamella.lax import lowering
+from lamella.lax.arithmetic import div
+from lamella.lax.lowering import hlo, ir, register_lowering
+from lamella.lax.shapes import reshape
+
+__all__ = ["shard_map", "shard_map_p"]
+
+Spec = tuple  # one tuple of mesh axis names per dimension
+
+
+def _spec(entry: Any, ndim: int, what: str) -> Spec:
+    if entry is None:
+        entry = PartitionSpec()
+    if not isinstance(entry, PartitionSpec):
+        raise TypeError(f"shard_map {what}: expected PartitionSpecs, got {entry!r}")
+    if len(entry) > ndim:
+        raise ValueError(f"shard_map {what}: {entry!r} has {len(entry)} entries for a value "
+                         f"of rank {ndim}")
+    return entry._normalized(ndim)
+
+
+def _as_partition_spec(spec: Spec) -> PartitionSpec:
+    return PartitionSpec(*[(e if len(e) > 1 else e[0]) if e else None for e in spec])
+
+
+def _parts(mesh: Mesh, names: tuple) -> int:
+    return math.prod(mesh.shape[n] for n in names)
+
+
+def _local_aval(aval: ShapedArray, spec: Spec, mesh: Mesh, what: str) -> ShapedArray:
+    shape = []
+    for dim, (size, names) in enumerate(zip(aval.shape, spec)):
+        for n in names:
+            if n not in mesh.axis_names:
+                raise ValueError(f"shard_map {what}: the spec names the axis {n!r}, which the "
+                                 f"mesh lacks (its axes: {mesh.axis_names})")
+        parts = _parts(mesh, names)
+        if size % parts:
+            raise ValueError(f"shard_map {what}: dimension {dim} of shape {aval.shape} has "
+                             f"size {size}, not divisible by the {parts} devices of mesh axes "
+                             f"{names}")
+        shape.append(size // parts)
+    return aval.update(shape=tuple(shape))
+
+
+def _global_aval(aval: ShapedArray, spec: Spec, mesh: Mesh) -> ShapedArray:
+    return aval.update(shape=tuple(s * _parts(mesh, names) for s, names in zip(aval.shape, spec)))
+
+
+def _unmentioned(mesh: Mesh, spec: Spec) -> tuple:
+    named = {n for names in spec for n in names}
+    return tuple(n for n in mesh.axis_names if n not in named)
+
+
+def _axis_env(mesh: Mesh):
+    return extend_axis_env(list(mesh.shape.items()))
+
+
+def _trace(fun: Callable, avals: Sequence[ShapedArray], mesh: Mesh) -> ClosedJaxpr:
+    with _axis_env(mesh):
+        jaxpr, consts = trace_to_jaxpr(fun, list(avals))
+    return ClosedJaxpr(jaxpr, consts)
+
+
+# ---------------------------------------------------------------------------
+# The primitive.
+
+shard_map_p = Primitive("shard_map")
+shard_map_p.multiple_results = True
+
+
+@shard_map_p.def_abstract_eval
+def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma):
+    return [_global_aval(a, s, mesh) for a, s in zip(jaxpr.out_avals, out_specs)]
+
+
+_impl_programs: dict[tuple, tuple[Any, Callable]] = {}
+
+
+@shard_map_p.def_impl
+def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_vma):
+    # Evaluated on its own (outside any jit), the call is compiled as a program of
+    # this one equation, kept while the body's jaxpr lives.
+    from lamella.core import jit
+    params = dict(jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                  check_vma=check_vma)
+    key = (id(jaxpr), mesh, in_specs, out_specs)
+    entry = _impl_programs.get(key)
+    if entry is None or entry[0]() is not jaxpr:
+        def drop(_, key=key):
+            _impl_programs.pop(key, None)
+        entry = (weakref.ref(jaxpr, drop), jit(lambda *xs: shard_map_p.bind(*xs, **params)))
+        _impl_programs[key] = entry
+    return entry[1](*args)
+
+
+def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+    nonzeros = [type(t) is not Zero for t in tangents]
+    with _axis_env(mesh):
+        jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
+    args = [*primals, *(t for t in tangents if type(t) is not Zero)]
+    specs_in = (*in_specs, *(s for s, nz in zip(in_specs, nonzeros) if nz))
+    specs_out = (*out_specs, *(s for s, nz in zip(out_specs, out_nonzeros) if nz))
+    outs = shard_map_p.bind(*args, jaxpr=jvp_closed, mesh=mesh, in_specs=specs_in,
+                            out_specs=specs_out, check_vma=check_vma)
+    n = len(out_specs)
+    tangents_out = iter(outs[n:])
+    return outs[:n], [next(tangents_out) if nz else Zero(a.to_tangent_aval())
+                      for a, nz in zip(_abstract_eval(*primals, jaxpr=jaxpr, mesh=mesh,
+                                                      in_specs=in_specs, out_specs=out_specs,
+                                                      check_vma=check_vma), out_nonzeros)]
+
+
+def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+    from lamella.lax.parallel import psum
+    linear = [is_undefined_primal(x) for x in args]
+    with _axis_env(mesh):
+        transposed = ad.transpose_jaxpr(jaxpr, linear)
+    nonlinear_specs = [s for s, lin in zip(in_specs, linear) if not lin]
+    linear_specs = [s for s, lin in zip(in_specs, linear) if lin]
+
+    def body(*xs):
+        res, local_cts = xs[:len(nonlinear_specs)], xs[len(nonlinear_specs):]
+        # A replicated output's cotangent reaches every copy: each takes its share.
+        local_cts = [c if not _unmentioned(mesh, s) else
+                     div(c, np.array(_parts(mesh, _unmentioned(mesh, s)), c.dtype))
+                     for c, s in zip(local_cts, out_specs)]
+        in_cts = eval_jaxpr(transposed.jaxpr, transposed.consts, *res, *local_cts)
+        return [psum(c, _unmentioned(mesh, s)) if _unmentioned(mesh, s) else c
+                for c, s in zip(in_cts, linear_specs)]
+
+    res_args = [x for x, lin in zip(args, linear) if not lin]
+    local = [_local_aval(ShapedArray(np.shape(x), np.result_type(x)) if not hasattr(x, "aval")
+                         else x.aval, s, mesh, "transpose")
+             for x, s in zip(res_args, nonlinear_specs)]
+    local += [a for a in jaxpr.out_avals]
+    body_closed = _trace(body, local, mesh)
+    outs = iter(shard_map_p.bind(*res_args, *map(instantiate_zeros, cts), jaxpr=body_closed,
+                                 mesh=mesh, in_specs=(*nonlinear_specs, *out_specs),
+                                 out_specs=tuple(linear_specs), check_vma=check_vma))
+    return [next(outs) if lin else None for lin in linear]
+
+
+def _all_axes(mesh: Mesh, ndim: int) -> Spec:
+    return (tuple(mesh.axis_names),) + ((),) * (ndim - 1)
+
+
+def _partial_eval(trace, args, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+    unknowns = [trace.is_unknown(x) for x in args]
+    with _axis_env(mesh):
+        known, unknown, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(jaxpr, unknowns)
+    known_specs, unknown_specs = partition_list(unknowns, list(in_specs))
+    known_out_specs = [s for s, u in zip(out_specs, out_unknowns) if not u]
+    unknown_out_specs = [s for s, u in zip(out_specs, out_unknowns) if u]
+    res_avals = known.out_avals[len(known.out_avals) - num_res:]
+    # Residuals are per-device values: each device's goes out as one row of a
+    # (devices, ...) array split over every mesh axis, and comes back the same way.
+
+    def known_body(*xs):
+        outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
+        split = len(outs) - num_res
+        return [*outs[:split], *(reshape(r, (1, *np.shape(r))) for r in outs[split:])]
+
+    def unknown_body(*xs):
+        res = [reshape(r, a.shape) for r, a in zip(xs[:num_res], res_avals)]
+        return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[num_res:])
+
+    res_specs = [_all_axes(mesh, a.ndim + 1) for a in res_avals]
+    known_closed = _trace(known_body, known.in_avals, mesh)
+    unknown_closed = _trace(unknown_body, [a.update(shape=(1, *a.shape)) for a in res_avals]
+                            + list(unknown.in_avals[num_res:]), mesh)
+    known_args, unknown_args = partition_list(unknowns, args)
+    with set_current_trace(trace.known):
+        known_outs = shard_map_p.bind(*known_args, jaxpr=known_closed, mesh=mesh,
+                                      in_specs=tuple(known_specs),
+                                      out_specs=(*known_out_specs, *res_specs),
+                                      check_vma=check_vma)
+    split = len(known_outs) - num_res
+    known_outs, residuals = known_outs[:split], known_outs[split:]
+    with set_current_trace(trace.unknown):
+        unknown_outs = shard_map_p.bind(*residuals, *unknown_args, jaxpr=unknown_closed,
+                                        mesh=mesh, in_specs=(*res_specs, *unknown_specs),
+                                        out_specs=tuple(unknown_out_specs), check_vma=check_vma)
+    return merge_lists(out_unknowns, known_outs, unknown_outs)
+
+
+def _batch(axis_data, args, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+    args = [batching.at_front(x, d, axis_data.size) for x, d in zip(args, dims)]
+    with _axis_env(mesh):
+        batched, _ = batching.batch_jaxpr(jaxpr, axis_data, (0,) * len(args), instantiate=True)
+    outs = shard_map_p.bind(*args, jaxpr=batched, mesh=mesh,
+                            in_specs=tuple(((),) + s for s in in_specs),
+                            out_specs=tuple(((),) + s for s in out_specs), check_vma=check_vma)
+    return outs, [0] * len(outs)
+
+
+ad.primitive_jvps[shard_map_p] = _jvp
+ad.primitive_transposes[shard_map_p] = _transpose
+partial_eval.partial_eval_rules[shard_map_p] = _partial_eval
+batching.fancy_primitive_batchers[shard_map_p] = _batch
+
+
+# ---------------------------------------------------------------------------
+# Lowering: XLA's manual region, the body inside it.
+
+
+def _sharding_call(value: ir.Value, result_type: ir.Type, target: str, sharding: str
+                   ) -> ir.Value:
+    op = hlo.CustomCallOp([result_type], [value], call_target_name=target)
+    op.attributes["mhlo.sharding"] = ir.StringAttr.get(sharding)
+    return op.results[0]
+
+
+def _lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+    module = ctx.module_context
+    if getattr(module, "axis_context", None) is not None:
+        raise NotImplementedError("shard_map inside shard_map is not supported: give the inner "
+                                  "function's collectives the outer mesh axes instead")
+    manual = "{manual}"
+    local_args = []
+    for x, aval, spec, local in zip(args, ctx.avals_in, in_specs, jaxpr.in_avals):
+        full = NamedSharding(mesh, _as_partition_spec(spec)).hlo_sharding_text(aval.ndim)
+        x = _sharding_call(x, lowering.aval_to_ir_type(aval), "Sharding", full)
+        local_args.append(_sharding_call(x, lowering.aval_to_ir_type(local),
+                                         "SPMDFullToShardShape", manual))
+    module.axis_context = mesh
+    try:
+        outs = lowering.lower_jaxpr(module, jaxpr.jaxpr, lowering.closed_consts(jaxpr),
+                                    local_args)
+    finally:
+        module.axis_context = None
+    results = []
+    for y, aval, spec, local in zip(outs, ctx.avals_out, out_specs, jaxpr.out_avals):
+        full = NamedSharding(mesh, _as_partition_spec(spec)).hlo_sharding_text(aval.ndim)
+        y = _sharding_call(y, lowering.aval_to_ir_type(local), "Sharding", manual)
+        results.append(_sharding_call(y, lowering.aval_to_ir_type(aval),
+                                      "SPMDShardToFullShape", full))
+    return results
+
+
+register_lowering(shard_map_p, _lowering)
+
+
+# ---------------------------------------------------------------------------
+# The user's function.
+
+
+def _broadcast_specs(specs: Any, tree: Any, count: int, what: str) -> list:
+    """One spec per leaf: `specs` is a prefix of the values' tree (a PartitionSpec
+    stands for all the leaves below it)."""
+    if isinstance(specs, PartitionSpec) or specs is None:
+        return [specs] * count
+    values = tree_unflatten(tree, list(range(count)))
+    out: list = [None] * count
+
+    def walk(spec, value):
+        if isinstance(spec, PartitionSpec) or spec is None:
+            for i in tree_flatten(value)[0]:
+                out[i] = spec
+            return
+        if isinstance(spec, (tuple, list)) and isinstance(value, (tuple, list)) \
+                and len(spec) == len(value):
+            for s, v in zip(spec, value):
+                walk(s, v)
+            return
+        if isinstance(spec, dict) and isinstance(value, dict) and spec.keys() == value.keys():
+            for k in spec:
+                walk(spec[k], value[k])
+            return
+        raise ValueError(f"shard_map {what}: {spec!r} does not match the structure of the "
+                         f"values ({value!r}); give one PartitionSpec per value or a prefix")
+    walk(specs, values)
+    return out
+
+
+def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = None,
+              mesh: Mesh | None = None, axis_names: Any = frozenset(),
+              check_vma: bool = True) -> Any:
+    """`f` (written for one device's block) mapped over the devices of `mesh`.
+
+    Args:
+      f: the per-device function; collectives in it (`psum(x, 'x')`, ...) name
+        mesh axes.
+      out_specs: how the results are put together: a PartitionSpec per result
+        (or a prefix of the results' tree).
+      in_specs: how each argument is split (a prefix of the arguments' tree).
+      mesh: the devices; by default the current mesh (`set_mesh`/`use_mesh`).
+      axis_names: accepted for JAX's signature; every mesh axis is manual.
+      check_vma: accepted for JAX's signature (replication is not type-checked).
+
+    >>> import numpy as np, lamella.core as lc, lamella.lax as lax
+    >>> from lamella.core.sharding import P, make_mesh
+    >>> mesh = make_mesh((1,), ("x",))
+    >>> shard_map(lambda b: lax.psum(b, "x"), mesh=mesh, in_specs=P("x"),
+    ...           out_specs=P())(np.arange(4.0, dtype=np.float32))
+    Array([0., 1., 2., 3.], dtype=float32)
+    """
+    if f is None:
+        return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                                   axis_names=axis_names, check_vma=check_vma)
+    if not callable(f):
+        raise TypeError(f"shard_map expects a callable, got {f!r}")
+    chosen = mesh if mesh is not None else get_mesh()
+    if chosen is None:
+        raise ValueError("shard_map needs a mesh: pass mesh=..., or set one with "
+                         "lamella.core.sharding.set_mesh / use_mesh")
+    if not isinstance(chosen, Mesh):
+        raise TypeError(f"shard_map: mesh must be a Mesh, got {type(chosen).__name__}")
+    from lamella.core.api_util import abstractify_args
+    from lamella.core.config import config
+    from lamella.core.trace import current_trace, eval_trace
+
+    traces: dict = {}  # (tree, avals, config) -> (params, out tree): eager calls reuse them
+
+    def mapped(*args):
+        flat, tree = tree_flatten(args)
+        avals = abstractify_args(flat, lambda: [f"argument {i}" for i in range(len(flat))],
+                                 "shard_map")
+        if current_trace() is eval_trace:
+            key = (tree, tuple(avals), config.trace_key())
+            traced = traces.get(key)
+            if traced is None:
+                traced = traces[key] = _trace_call(tree, avals)
+        else:  # the body may close over this trace's values: traced for this call only
+            traced = _trace_call(tree, avals)
+        params, out_tree = traced
+        return tree_unflatten(out_tree, list(shard_map_p.bind(*flat, **params)))
+
+    def _trace_call(tree, avals):
+        leaf_specs = _broadcast_specs(in_specs, tree, len(avals), "in_specs")
+        specs = tuple(_spec(s, a.ndim, "in_specs") for s, a in zip(leaf_specs, avals))
+        local = [_local_aval(a, s, chosen, "in_specs") for a, s in zip(avals, specs)]
+        out_tree = []
+
+        def body(*xs):
+            leaves, t = tree_flatten(f(*tree_unflatten(tree, list(xs))))
+            out_tree.append(t)
+            return leaves
+        closed = _trace(body, local, chosen)
+        leaf_out = _broadcast_specs(out_specs, out_tree[0], len(closed.out_avals), "out_specs")
+        outs_specs = tuple(_spec(s, a.ndim, "out_specs")
+                           for s, a in zip(leaf_out, closed.out_avals))
+        for names in (n for s in outs_specs for n in s):
+            for n in names:
+                if n not in chosen.axis_names:
+                    raise ValueError(f"shard_map out_specs: the spec names the axis {n!r}, "
+                                     f"which the mesh lacks (its axes: {chosen.axis_names})")
+        return dict(jaxpr=closed, mesh=chosen, in_specs=specs, out_specs=outs_specs,
+                    check_vma=bool(check_vma)), out_tree[0]
+
+    mapped.__name__ = getattr(f, "__name__", "shard_map")
+    mapped.__wrapped__ = f
+    return mapped

@@ -1,0 +1,226 @@
+"""Running a jit call on several devices: where it runs, and the SPMD program for it.
+
+A call runs on several devices when an argument is spread over a mesh, or when
+its jaxpr holds a `shard_map` or a sharding constraint. All of those must use
+one set of devices (XLA's device assignment); each argument keeps its layout
+(host values and single-device arrays are replicated), and XLA's SPMD
+partitioner lays out the rest. Programs are cached per jaxpr and per layout of
+the arguments.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from lamella.core.jaxpr import ClosedJaxpr, Jaxpr
+from lamella.core.jaxpr_builders import jaxprs_in_params
+from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec, sharding_constraint_p
+from lamella.lax import runtime
+from lamella.lax.lowering import LoweredModule, ir, lower_closed_jaxpr
+
+_meshes_of: dict[int, tuple[Any, tuple]] = {}
+
+
+def _walk(jaxpr: Jaxpr, found: list) -> None:
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "shard_map":  # lamella.lax.shard_map's primitive
+            found.append(eqn.params["mesh"])
+        elif eqn.primitive is sharding_constraint_p:
+            found.append(eqn.params["sharding"].mesh)
+        for sub in jaxprs_in_params(eqn.params):
+            _walk(sub, found)
+
+
+def meshes_in(closed: ClosedJaxpr) -> tuple[Mesh, ...]:
+    """The meshes the jaxpr's shard_maps and sharding constraints name (cached)."""
+    entry = _meshes_of.get(id(closed))
+    if entry is not None and entry[0]() is closed:
+        return entry[1]
+    found: list = []
+    _walk(closed.jaxpr, found)
+    meshes = tuple(dict.fromkeys(found))
+
+    key = id(closed)
+
+    def drop(_):
+        _meshes_of.pop(key, None)
+    _meshes_of[key] = (weakref.ref(closed, drop), meshes)
+    return meshes
+
+
+class Plan:
+    """Where a call runs: the devices (partition order), a mesh over them, and each
+    argument's layout."""
+
+    def __init__(self, devices: tuple, mesh: Mesh | None, in_shardings: list):
+        self.devices = devices
+        self.mesh = mesh
+        self.in_shardings = in_shardings
+        self.key = (devices, tuple(str(s._hlo_sharding) for s in in_shardings))
+
+
+def _describe(i: int, a: Any) -> str:
+    ids = sorted(d.id for d in a._sharding._internal_device_list)
+    return f"argument {i} with shape {a.aval.str_short()} and with device ids {ids}"
+
+
+def plan(closed: ClosedJaxpr, args: list) -> Plan | None:
+    """The devices a call runs on, or None for the default device alone."""
+    meshes = list(meshes_in(closed))
+    spread: list = []
+    committed: list = []
+    for i, a in enumerate(args):
+        if type(a) is not runtime.Array:
+            continue
+        sharding = a._sharding
+        if isinstance(sharding, runtime.MeshSharding):
+            spread.append((i, a))
+            if sharding.named is not None and isinstance(sharding.named, NamedSharding):
+                meshes.append(sharding.named.mesh)
+        elif a._committed:
+            committed.append((i, a))
+    if not meshes and not spread:
+        default = runtime.default_device()
+        if all(a._sharding._device == default for _, a in committed):
+            return None
+    device_sets = {m._flat_devices for m in meshes}
+    device_sets |= {tuple(a._sharding._internal_device_list) for _, a in spread}
+    device_sets |= {tuple(a._sharding._internal_device_list) for _, a in committed}
+    if len(device_sets) > 1:
+        shown = [_describe(i, a) for i, a in spread + committed]
+        shown += [f"a mesh over device ids {[d.id for d in m._flat_devices]}" for m in meshes]
+        raise ValueError("Received incompatible devices for jitted computation. Got "
+                         + " and ".join(shown) + "; put every argument on the same devices "
+                         "(device_put) first")
+    devices = device_sets.pop()
+    mesh = meshes[0] if meshes else None
+    if mesh is None:
+        grid = np.empty(len(devices), dtype=object)
+        grid[:] = devices
+        mesh = Mesh(grid, ("_devices",))
+    replicated = runtime.mesh_sharding(devices, "{replicated}",
+                                       NamedSharding(mesh, PartitionSpec()))
+    in_shardings = []
+    for a in args:
+        if type(a) is runtime.Array and isinstance(a._sharding, runtime.MeshSharding):
+            in_shardings.append(a._sharding)
+        else:
+            in_shardings.append(replicated)
+    return Plan(devices, mesh, in_shardings)
+
+
+class SpmdProgram:
+    """A closed jaxpr compiled for the devices of a `Plan`."""
+
+    calls_host = False
+    translates_float0 = False
+
+    def __init__(self, lowered: LoweredModule, plan: Plan, compiler_options: tuple | None):
+        self.lowered = lowered
+        self.plan = plan
+        if lowered.host_callbacks:
+            raise NotImplementedError("host callbacks in a program over several devices are "
+                                      "not supported yet")
+        module = lowered.module
+        from lamella.lax import mlir_context
+        main = mlir_context.main_function(module)
+        with module.context, ir.Location.unknown():
+            if "arg_attrs" in main.attributes:
+                attrs = [{a.name: a.attr for a in d} for d in map(ir.DictAttr, main.arg_attrs)]
+            else:
+                attrs = [{} for _ in plan.in_shardings]
+            for d, s in zip(attrs, plan.in_shardings):
+                d["mhlo.sharding"] = ir.StringAttr.get(str(s._hlo_sharding))
+            main.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in attrs])
+        in_specs, _ = mlir_context.main_signature(module)
+        donated = [i for i, d in enumerate(lowered.donated_invars) if d]
+        self._named: dict = {}
+        self.executable = runtime.SpmdExecutable(
+            module, plan.devices, plan.in_shardings, lowered.name, in_specs,
+            [a for a in lowered.out_avals], self._named_for, donated,
+            dict(compiler_options or ()))
+
+    def _named_for(self, hlo: Any, ndim: int) -> Any:
+        """The NamedSharding over the plan's mesh that XLA's output layout `hlo` is."""
+        if len(self.plan.devices) == 1:
+            return runtime.sharding_for(self.plan.devices[0])
+        key = (str(hlo), ndim)
+        if key not in self._named:
+            self._named[key] = _match(self.plan.mesh, hlo, ndim)
+        return self._named[key]
+
+    def __call__(self, *args):
+        return self.executable(*args)
+
+    def as_text(self) -> str:
+        return self.executable.as_text()
+
+    def cost_analysis(self) -> dict[str, float]:
+        return self.executable.cost_analysis()
+
+
+def _match(mesh: Mesh, hlo: Any, ndim: int) -> NamedSharding | None:
+    from jaxlib import xla_client as xc
+    for spec in runtime.spmd.named_candidates(mesh.axis_names, ndim):
+        candidate = NamedSharding(mesh, PartitionSpec(
+            *[(e if len(e) > 1 else e[0]) if e else None for e in spec]))
+        if xc.HloSharding.from_string(candidate.hlo_sharding_text(ndim)) == hlo:
+            while spec and not spec[-1]:
+                spec = spec[:-1]
+            return NamedSharding(mesh, PartitionSpec(
+                *[(e if len(e) > 1 else e[0]) if e else None for e in spec]))
+    return None
+
+
+def compiled(cache: Any, closed: ClosedJaxpr, name: str, donated: tuple, options: Any,
+             the_plan: Plan) -> SpmdProgram:
+    """The SPMD program for `closed` laid out as `the_plan` says, from `cache` or new."""
+    key = ("spmd", id(closed), donated, options, runtime.x64_enabled(), the_plan.key)
+    program = cache.get(key, (closed,))
+    if program is None:
+        lowered = lower_closed_jaxpr(closed, name=name, donated_invars=donated)
+        program = SpmdProgram(lowered, the_plan, options)
+        cache.put(key, program, (closed,), 1 << 20)
+    return program
+
+
+def placed_elsewhere(args: Any) -> bool:
+    """Whether an argument is spread over devices or committed off the default device."""
+    default = None
+    for a in args:
+        if type(a) is runtime.Array:
+            if default is None:
+                default = runtime.sharding_for(runtime.default_device())
+            if a._sharding is not default and (a._committed or len(a._arrays) != 1):
+                return True
+    return False
+
+
+_one_equation: dict = {}
+
+
+def apply_placed(executor: Any, primitive: Any, args: Any, params: dict) -> Any:
+    """One primitive applied eagerly where its arguments are (a program of one equation)."""
+    from lamella.core.staging import trace_to_jaxpr
+    from lamella.core.trace import aval_of
+    avals = tuple(map(aval_of, args))
+    try:
+        key = (primitive, avals, tuple(sorted(params.items())))
+        closed = _one_equation.get(key)
+    except TypeError:  # unhashable params: traced for this call
+        key, closed = None, None
+    if closed is None:
+        def one_equation(*xs):
+            out = primitive.bind(*xs, **params)
+            return list(out) if primitive.multiple_results else [out]
+        closed = ClosedJaxpr(*trace_to_jaxpr(one_equation, list(avals)))
+        if key is not None:
+            if len(_one_equation) > 1024:
+                _one_equation.pop(next(iter(_one_equation)))
+            _one_equation[key] = closed
+    outs = executor.execute(closed, list(args), name=primitive.name,
+                            donated_invars=(False,) * len(args))
+    return outs if primitive.multiple_results else outs[0]

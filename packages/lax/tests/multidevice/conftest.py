@@ -1,0 +1,21 @@
+"""This folder's tests run with 8 CPU devices: run it on its own
+(`pytest packages/lax/tests/multidevice`), so the count is set before lamella starts."""
+
+import os
+
+os.environ.setdefault("LAMELLA_NUM_CPU_DEVICES", "8")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's GSPMD deprecation notice
+
+import pytest  # noqa: E402
+
+import lamella.core as lc  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    if lc.device_count() >= 8:
+        return
+    skip = pytest.mark.skip(reason="needs 8 CPU devices: run packages/lax/tests/multidevice "
+                                   "in its own pytest session")
+    for item in items:
+        if "multidevice" in str(item.fspath):
+            item.add_marker(skip)
