@@ -23,7 +23,7 @@ def test_long_jaxprs_print_one_equation_per_line_with_literals_and_params():
         "    c:f32[2,3] = mul a 2.0:f32[]\n"
         "    d:f32[2,3] = sin b\n"
         "    e:f32[2,3] = add c d\n"
-        "    f:f32[] = reduce_sum[axes=(0, 1)] e\n"
+        "    f:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] e\n"
         "  in (f,) }")
 
 

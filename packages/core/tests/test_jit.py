@@ -436,7 +436,7 @@ def test_make_jaxpr_with_static_argnums_and_return_shape():
     assert str(jaxpr) == ("{ lambda ; a:f32[3]. let\n"
                           "    b:f32[3] = sin a\n"
                           "    c:f32[3] = sin b\n"
-                          "    d:f32[] = reduce_sum[axes=(0,)] c\n"
+                          "    d:f32[] = reduce_sum[axes=(0,) out_sharding=None] c\n"
                           "  in (c, d) }")
     assert shape == (S((3,), F32), S((), F32))
     jaxpr3 = lc.make_jaxpr(fn, static_argnums=(1,))(np.ones(3, F32), 3)

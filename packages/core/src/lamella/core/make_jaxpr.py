@@ -3,7 +3,9 @@
 >>> import numpy as np
 >>> from lamella.core.structural import reduce_sum
 >>> print(make_jaxpr(lambda x: reduce_sum(x, (0,)))(np.ones(5, np.float32)))
-{ lambda ; a:f32[5]. let b:f32[] = reduce_sum[axes=(0,)] a in (b,) }
+{ lambda ; a:f32[5]. let
+    b:f32[] = reduce_sum[axes=(0,) out_sharding=None] a
+  in (b,) }
 """
 
 from __future__ import annotations

@@ -272,7 +272,7 @@ def matchaxis(size: int, src: int | None, dst: int | None, x: Any,
         return broadcast(x, size, dst)
     if dst is not_mapped:
         if sum_match:
-            return reduce_sum_p.bind(x, axes=(src,))
+            return reduce_sum_p.bind(x, axes=(src,), out_sharding=None)
         raise ValueError(f"can't match a batched axis {src} to an unbatched value")
     return moveaxis(x, src, dst)
 

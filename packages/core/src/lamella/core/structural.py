@@ -205,14 +205,17 @@ primitive_batchers[transpose_p] = _transpose_batch
 
 def reduce_sum(x: Any, axes: Sequence[int]) -> Any:
     """Sums `x` over `axes`."""
-    return reduce_sum_p.bind(x, axes=tuple(axes))
+    return reduce_sum_p.bind(x, axes=tuple(axes), out_sharding=None)
 
 
-reduce_sum_p.def_impl(lambda x, *, axes: np.sum(x, axis=axes, dtype=np.asarray(x).dtype))
+# `out_sharding` is JAX's parameter (the result's sharding under explicit sharding);
+# lamella's results live on one device, so it is always None.
+reduce_sum_p.def_impl(lambda x, *, axes, out_sharding=None: np.sum(
+    x, axis=axes, dtype=np.asarray(x).dtype))
 
 
 @reduce_sum_p.def_abstract_eval
-def _reduce_sum_abstract_eval(x: ShapedArray, *, axes):
+def _reduce_sum_abstract_eval(x: ShapedArray, *, axes, out_sharding=None):
     if any(not 0 <= a < x.ndim for a in axes) or len(set(axes)) != len(axes):
         raise _shape_error("reduce_sum", f"invalid axes {axes} for {x.str_short()}")
     if x.dtype.itemsize == 2 and dtypes.is_float(x.dtype) \
@@ -222,13 +225,13 @@ def _reduce_sum_abstract_eval(x: ShapedArray, *, axes):
     return x.update(shape=tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
-def _reduce_sum_transpose(ct, x, *, axes):
+def _reduce_sum_transpose(ct, x, *, axes, out_sharding=None):
     shape = x.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
     return [broadcast_in_dim(ct, shape, kept)]
 
 
-def _reduce_sum_batch(args, dims, *, axes):
+def _reduce_sum_batch(args, dims, *, axes, out_sharding=None):
     (x,), (d,) = args, dims
     x = moveaxis(x, d, 0)
     return reduce_sum(x, tuple(a + 1 for a in axes)), 0

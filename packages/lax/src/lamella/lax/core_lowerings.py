@@ -62,7 +62,7 @@ def reduce_with(ctx, x, init_value, combine, axes) -> list:
     return list(op.results)
 
 
-register_lowering(structural.reduce_sum_p, lambda ctx, x, *, axes: reduce_with(
+register_lowering(structural.reduce_sum_p, lambda ctx, x, *, axes, out_sharding=None: reduce_with(
     ctx, x, 0, hlo.add, axes))
 
 
