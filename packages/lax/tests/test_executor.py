@@ -2,6 +2,7 @@
 AOT stages, donation, caches, threads, weak types, x64, the C++ dispatch path."""
 
 import concurrent.futures
+import sys
 import threading
 
 import ml_dtypes
@@ -149,8 +150,11 @@ def test_array_scalar_conversions_and_missing_operators():
     assert [10, 20, 30][lax.full((), 1, np.int32)] == 20
     with pytest.raises(TypeError, match="only arrays with one element"):
         float(lax.full((2,), 1.0))
-    with pytest.raises(TypeError, match="provided by lamella.numpy"):
-        one == 1.5  # noqa: B015
+    if "lamella.numpy" in sys.modules:  # another test file imported it: operators exist
+        assert bool(one == 1.5)
+    else:
+        with pytest.raises(TypeError, match="provided by lamella.numpy"):
+            one == 1.5  # noqa: B015
 
 
 def test_custom_pytree_arguments_stay_on_the_cpp_path():
