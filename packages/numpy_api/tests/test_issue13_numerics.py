@@ -135,3 +135,60 @@ def test_uint64_values_under_x64():
         np.testing.assert_array_equal(lnp.full(2, big, lnp.uint64), [big, big])
         with pytest.raises(OverflowError):
             lnp.array(2**40, dtype=lnp.int32)
+
+
+# --- linalg: NaN eigenvalues, norms of empty matrices, 16-bit determinants ---------
+
+
+def test_eig_of_a_nan_matrix_is_nan_in_both_parts():
+    for dtype in (np.float32, np.complex64):
+        w, v = lnp.linalg.eig(np.full((2, 2), np.nan, dtype))
+        for out in (w, v, lnp.linalg.eigvals(np.full((2, 2), np.nan, dtype))):
+            assert np.isnan(np.real(out)).all() and np.isnan(np.imag(out)).all()
+    # Every failed complex decomposition fills NaN + NaN j, as JAX.
+    chol = np.asarray(lnp.linalg.cholesky(-np.eye(2, dtype=np.complex64)))
+    assert np.isnan(chol[1, 1].real) and np.isnan(chol[1, 1].imag)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0)])
+@pytest.mark.parametrize("ord", [None, "fro", "nuc", 1, 2, np.inf, -1, -2, -np.inf])
+def test_matrix_norms_of_empty_matrices(shape, ord):
+    x = np.ones(shape, np.float32)
+    # JAX's answers: 0, or no minimum over an empty axis (NumPy's ValueError).
+    empty_min = ord in (-1, -2, -np.inf) and (
+        ord == -2 or shape[1 if ord == -1 else 0] == 0)
+    if empty_min:
+        with pytest.raises(ValueError, match="zero-size"):
+            lnp.linalg.norm(x, ord)
+    else:
+        assert float(lnp.linalg.norm(x, ord)) == 0.0
+
+
+def test_vector_norms_and_cond_of_empty_inputs():
+    for ord in (None, 2, np.inf, 0, 1, -1, 0.5):
+        with np.errstate(divide="ignore"):  # NumPy's own 0 ** -1 for ord=-1
+            want = float(np.linalg.norm(np.ones(0), ord))
+        assert float(lnp.linalg.norm(np.ones(0, np.float32), ord)) == want
+    with pytest.raises(ValueError, match="zero-size"):
+        lnp.linalg.norm(np.ones(0, np.float32), -np.inf)
+    np.testing.assert_array_equal(
+        lnp.linalg.norm(np.ones((2, 0, 0), np.float32), 2, axis=(1, 2)), [0, 0])
+    with pytest.raises(ValueError, match="empty"):
+        lnp.linalg.cond(np.ones((0, 0), np.float32))
+
+
+@pytest.mark.parametrize("dtype", [lnp.float16, lnp.bfloat16])
+def test_det_and_slogdet_of_16_bit_matrices_upcast(dtype):
+    a = lnp.array([[4.0, 1.0], [1.0, 3.0]], dtype)
+    got = lnp.linalg.det(a)
+    assert got.dtype == np.dtype(dtype) and float(got) == 11.0
+    sign, logdet = lnp.linalg.slogdet(a)
+    assert sign.dtype == logdet.dtype == np.dtype(dtype)
+    assert float(sign) == 1.0
+    np.testing.assert_allclose(float(logdet), np.log(11.0), rtol=1e-2)
+    grad = lc.grad(lnp.linalg.det)(a)
+    assert grad.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(np.asarray(grad, np.float32), [[3, -1], [-1, 4]])
+    # The rest of linalg has no 16-bit LAPACK routine: a clear error, not a crash.
+    with pytest.raises(TypeError, match="float32, float64"):
+        lnp.linalg.inv(a)

@@ -81,6 +81,11 @@ def _is_complex(x: Any) -> bool:
     return dtype_of(x).kind == "c"
 
 
+def _is_half(x: Any) -> bool:
+    """float16 or bfloat16: dtypes LAPACK has no routines for."""
+    return dtype_of(x).kind in "fV" and dtype_of(x).itemsize == 2
+
+
 def _real_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32 if dtype == np.complex64 else
                     np.float64 if dtype == np.complex128 else dtype)
@@ -412,17 +417,29 @@ def _is_ord(ord: Any, value: Any) -> bool:
     return not isinstance(ord, str) and ord is not None and ord == value
 
 
+def _norm_extreme(largest: bool, x: Any, axes: tuple[int, ...], ord: Any) -> Any:
+    """The max (or min) of nonnegative `x` over `axes`, for a norm of order `ord`: a max
+    over nothing is 0 (an empty matrix has norm 0, as in JAX and NumPy), and a min over
+    nothing has no value, so it is JAX's ValueError rather than +inf."""
+    if largest:
+        return lax.max(lax.reduce_max(x, axes), _const(x, 0))
+    shape = _shape(x)
+    if any(shape[a] == 0 for a in axes):
+        raise ValueError(f"norm: ord={ord} is a minimum over an empty axis of an array of "
+                         f"shape {shape} (zero-size array to reduction operation min which "
+                         "has no identity)")
+    return lax.reduce_min(x, axes)
+
+
 def _vector_norm(x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
     if isinstance(ord, str):
         raise ValueError(f"Invalid order '{ord}' for vector norm")
     if ord is None or _is_ord(ord, 2):
         return lax.sqrt(_reduce(lax.reduce_sum, _abs_squared(x), axes, keepdims))
     absx = lax.abs(x)
-    if _is_ord(ord, np.inf):
-        # Starting from 0, as NumPy does, so that empty vectors have norm 0.
-        return lax.max(_reduce(lax.reduce_max, absx, axes, keepdims), _const(absx, 0))
-    if _is_ord(ord, -np.inf):
-        return _reduce(lax.reduce_min, absx, axes, keepdims)
+    if _is_ord(ord, np.inf) or _is_ord(ord, -np.inf):
+        out = _norm_extreme(ord > 0, absx, axes, ord)
+        return lax.expand_dims(out, tuple(sorted(axes))) if keepdims else out
     if _is_ord(ord, 0):
         nonzero = lax.convert_element_type(lax.ne(x, _const(x, 0)), dtype_of(absx))
         return _reduce(lax.reduce_sum, nonzero, axes, keepdims)
@@ -443,8 +460,7 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any
         # Sum over one axis, then take the extreme over the other.
         inner, outer_ = (row, col) if ord in (1, -1) else (col, row)
         sums = lax.reduce_sum(lax.abs(x), (inner,))
-        extreme = lax.reduce_max if ord > 0 else lax.reduce_min
-        out = extreme(sums, (outer_ - (outer_ > inner),))
+        out = _norm_extreme(ord > 0, sums, (outer_ - (outer_ > inner),), ord)
         return lax.expand_dims(out, tuple(sorted(axes))) if keepdims else out
     if ord in ("nuc", 2, -2):
         nd = len(_shape(x))
@@ -453,7 +469,7 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any
                            compute_uv=False)
         last = len(_shape(s)) - 1
         out = (lax.reduce_sum(s, (last,)) if ord == "nuc" else
-               lax.reduce_max(s, (last,)) if ord == 2 else lax.reduce_min(s, (last,)))
+               _norm_extreme(ord == 2, s, (last,), ord))
         return lax.expand_dims(out, tuple(sorted(axes))) if keepdims else out
     raise ValueError(f"Invalid order '{ord}' for matrix norm")
 
@@ -668,6 +684,10 @@ def det(a: Any) -> Any:
     shape = _shape(a)
     if shape[-1] == 0:
         return lax.full(shape[:-2], 1, dtype_of(a))
+    if _is_half(a):
+        # LAPACK has no 16-bit LU: computed in float32 and rounded back, as JAX does.
+        return lax.convert_element_type(_det(lax.convert_element_type(a, np.float32)),
+                                        dtype_of(a))
     return _det(a)
 
 
@@ -735,6 +755,10 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
     if shape[-1] == 0:
         return SlogdetResult(lax.full(shape[:-2], 1, dtype_of(a)),
                              lax.full(shape[:-2], 0, _real_dtype(dtype_of(a))))
+    if _is_half(a):  # in float32, as det
+        sign, logdet = slogdet(lax.convert_element_type(a, np.float32), method=method)
+        return SlogdetResult(*(lax.convert_element_type(v, dtype_of(a))
+                               for v in (sign, logdet)))
     sign, logdet = (_slogdet_qr if method == "qr" else _slogdet_lu)(a)
     return SlogdetResult(sign, logdet)
 
@@ -1105,6 +1129,8 @@ def cond(x: Any, p: Any = None) -> Any:
     """
     x, = _inexact("cond", x)
     _check_matrix("cond", x)
+    if 0 in _shape(x)[-2:]:
+        raise ValueError(f"cond: the matrix must not be empty, got shape {_shape(x)}")
     if p is None or _is_ord(p, 2) or _is_ord(p, -2):
         s = svd(x, compute_uv=False)
         last = len(_shape(s)) - 1

@@ -94,10 +94,12 @@ def lapack(kernel: str, operands: Sequence[Any], results: Sequence[tuple],
 
 
 def nan_fill(ok: Any, x: Any) -> Any:
-    """`x` where the batch element's `ok` holds, NaN elsewhere."""
+    """`x` where the batch element's `ok` holds, NaN elsewhere (NaN in both parts of
+    complex numbers, as JAX fills them)."""
     shape = aval_of(x).shape
     mask = broadcast_in_dim(ok, shape, tuple(range(aval_of(ok).ndim)))
-    return select(mask, x, full_like(x, np.nan))
+    nan = complex(np.nan, np.nan) if aval_of(x).dtype.kind == "c" else np.nan
+    return select(mask, x, full_like(x, nan))
 
 
 def check_lapack_dtype(name: str, aval: ShapedArray) -> None:
