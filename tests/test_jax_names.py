@@ -72,14 +72,11 @@ LEFT_OUT: dict[str, dict[str, str]] = {
         # Submodules of `jax` that are separate lamella packages or modules.
         **dict.fromkeys(["lax", "numpy", "scipy", "nn", "random", "image", "ops", "core",
                          "interpreters", "experimental", "lib"], LAYERS),
-        **dict.fromkeys(["NamedSharding", "P", "Shard", "sharding", "make_mesh", "set_mesh",
-                         "shard_map", "smap", "pmap", "reshard", "distributed", "memory",
+        **dict.fromkeys(["Shard", "smap", "distributed", "memory",
                          "auto_pcast", "remove_size_one_mesh_axis_from_type", "thread_guard",
-                         "host_count", "host_id", "host_ids", "process_count",
-                         "process_index", "process_indices",
-                         "make_array_from_process_local_data",
-                         "make_array_from_single_device_arrays"], PARALLELISM),
-        **dict.fromkeys(["debug_key_reuse", "effects_barrier", "export", "ffi", "no_execution",
+                         "host_count", "host_id", "host_ids", "process_indices",
+                         "make_array_from_process_local_data"], PARALLELISM),
+        **dict.fromkeys(["debug_key_reuse", "effects_barrier", "ffi", "no_execution",
                          "no_tracing", "profiler", "monitoring",
                          "array_garbage_collection_guard"], DEBUGGING),
         **dict.fromkeys(["Ref", "ref", "new_ref", "empty_ref", "free_ref", "freeze", "ds"],
@@ -118,8 +115,8 @@ LEFT_OUT: dict[str, dict[str, str]] = {
                          "ShapePolyLoweringState"], DEBUGGING),
     },
     "jax.lax": dict.fromkeys(
-        ["pbroadcast", "pcast", "precv", "psend", "ragged_all_to_all", "ragged_all_to_all_p",
-         "with_sharding_constraint", "sharding_constraint_p"], PARALLELISM),
+        ["pbroadcast", "pcast", "precv", "psend", "ragged_all_to_all", "ragged_all_to_all_p"],
+        PARALLELISM),
 }
 
 
