@@ -375,7 +375,7 @@ def device_put(x: Any, device: Device | None = None, *, weak_type: bool = False)
         if x.is_deleted():
             raise DeletedArrayError(deleted_message(x))
         if tuple(x._sharding._internal_device_list) != (device,):
-            return copy_to_device(x, device)
+            x = copy_to_device(x, device)  # the copy is uncommitted: commit it, as named
         if x._committed:
             return x
         return Array(x.aval, sharding_for(device), [x], True, _skip_checks=True)
