@@ -192,3 +192,30 @@ def test_det_and_slogdet_of_16_bit_matrices_upcast(dtype):
     # The rest of linalg has no 16-bit LAPACK routine: a clear error, not a crash.
     with pytest.raises(TypeError, match="float32, float64"):
         lnp.linalg.inv(a)
+
+
+# --- random: sampling follows the key's device -------------------------------------
+
+
+def test_sampling_with_a_key_committed_to_another_device_computes_there():
+    # Two CPU devices need a fresh process (the device count is fixed at start-up).
+    program = """
+import os
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+import lamella.core as lc, lamella.numpy as lnp, lamella.random as lr
+other = lc.devices()[1]
+key = lc.device_put(lr.key(0), other)
+assert key.devices() == {other} and lc.device_put(lnp.ones(2), other).committed
+samples = [lr.normal(key, (3,)), lr.uniform(key, (3,)), lr.split(key), lr.bits(key, (2,)),
+           lr.randint(key, (3,), 0, 5), lr.gamma(key, 2.0, (2,)), lr.permutation(key, 4),
+           lr.fold_in(key, 1), lr.normal(lc.device_put(lr.PRNGKey(0), other), (3,)),
+           lc.jit(lambda k: lr.normal(k, (3,)))(key)]
+for s in samples:
+    assert s.devices() == {other}, s.devices()
+here = lr.normal(lr.key(0), (3,))
+assert (lr.normal(key, (3,)) == here).all()  # the same numbers, on the key's device
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

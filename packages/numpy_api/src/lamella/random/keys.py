@@ -137,6 +137,22 @@ class PRNGKeyArray:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
+    # Placement is the words': a key committed to a device keeps its samples there.
+    def devices(self) -> set[Any]:
+        return self._base.devices()
+
+    @property
+    def sharding(self) -> Any:
+        return self._base.sharding
+
+    @property
+    def device(self) -> Any:
+        return self._base.device
+
+    def block_until_ready(self) -> PRNGKeyArray:
+        self._base.block_until_ready()
+        return self
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of unsized object (a key array of shape ())")
