@@ -219,3 +219,92 @@ print("ok")
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+# --- integer division by zero: XLA's defined results, eager and jitted alike -------
+_floor_divide = lc.jit(lambda a, b: a // b)
+_mod = lc.jit(lambda a, b: a % b)
+
+
+@pytest.mark.parametrize("dtype,x,y,quotient,remainder", [
+    # JAX 0.10.2's values: floor division fixes XLA's truncating x / 0 = -1 by the
+    # remainder's sign, so 5 // 0 is -2, and x % 0 is 0.
+    (np.int32, [5, -5, 0, 7], [0, 0, 0, 0], [-2, -2, -1, -2], [0, 0, 0, 0]),
+    (np.int8, [5, -5, -128], [0, 0, -1], [-2, -2, -128], [0, 0, 0]),
+    (np.uint32, [5, 0], [0, 0], [2**32 - 1, 2**32 - 1], [0, 0]),
+])
+def test_integer_floor_divide_and_mod_by_zero(dtype, x, y, quotient, remainder):
+    x, y = np.array(x, dtype), np.array(y, dtype)
+    for q, r in [(lnp.floor_divide(x, y), lnp.remainder(x, y)),
+                 (lnp.asarray(x) // lnp.asarray(y), lnp.asarray(x) % lnp.asarray(y)),
+                 (_floor_divide(x, y), _mod(x, y)), lnp.divmod(x, y)]:
+        assert q.dtype == r.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(q, np.array(quotient, dtype))
+        np.testing.assert_array_equal(r, np.array(remainder, dtype))
+    # A Python 0 divisor gives the same (it is a weakly typed operand).
+    np.testing.assert_array_equal(lnp.asarray(x) // 0, lnp.floor_divide(x, np.zeros_like(x)))
+
+
+def test_lax_integer_div_and_rem_by_zero_are_xlas():
+    x, zero = np.int32([5, -5, 0]), np.zeros(3, np.int32)
+    np.testing.assert_array_equal(lax.div(x, zero), [-1, -1, -1])
+    np.testing.assert_array_equal(lax.rem(x, zero), [5, -5, 0])
+    np.testing.assert_array_equal(lnp.fmod(x, 0), [0, 0, 0])
+
+
+# --- derivatives at kinks: JAX's conventions ---------------------------------------
+_KINKS = [
+    # (function, JAX 0.10.2's derivative at 0)
+    (lnp.abs, 1.0), (lax.abs, 1.0), (lnp.fabs, 1.0), (lnp.absolute, 1.0),
+    (lnp.sign, 0.0), (lax.sign, 0.0),
+    (lambda x: lnp.maximum(x, 0.0), 0.5), (lambda x: lnp.minimum(x, 0.0), 0.5),
+    (lambda x: lax.max(x, 0.0), 0.5), (lambda x: lax.min(x, 0.0), 0.5),
+    (lambda x: lnp.maximum(x, x), 1.0), (lambda x: lnp.minimum(x, x), 1.0),
+    (lambda x: lnp.clip(x, 0.0, 1.0), 0.5), (lambda x: lnp.clip(x, -1.0, 0.0), 0.5),
+    (lambda x: lax.clamp(0.0, x, 1.0), 0.0), (lambda x: lax.clamp(-1.0, x, 0.0), 0.0),
+    (lambda x: lnp.fmax(x, 0.0), 0.0), (lambda x: lnp.fmin(x, 0.0), 0.0),
+    (lambda x: lnp.where(x > 0, x, 0.0), 0.0),
+    (lambda x: lnp.heaviside(x, 0.5), 0.0), (lnp.floor, 0.0), (lnp.round, 0.0),
+    (lambda x: lnp.copysign(1.0, x), 0.0), (lambda x: lnp.copysign(x, 1.0), 1.0),
+    (lambda x: lnp.max(lnp.stack([x, x, 0.0 * x])), 2 / 3),
+    (lambda x: lnp.min(lnp.stack([x, x, 0.0 * x])), 2 / 3),
+    (lambda x: lnp.fmod(x, 1.0), 1.0), (lambda x: lnp.mod(x, 1.0), 1.0),
+]
+
+
+@pytest.mark.parametrize("fn,want", _KINKS)
+def test_derivatives_at_kinks_follow_jax(fn, want):
+    np.testing.assert_allclose(float(lc.grad(fn)(0.0)), want, rtol=1e-6)
+    np.testing.assert_allclose(float(lc.jit(lc.grad(fn))(0.0)), want, rtol=1e-6)
+
+
+def test_abs_of_complex_zero_has_zero_gradient():
+    assert complex(lc.grad(lnp.abs)(0j + 0.0)) == 0
+
+
+# --- log-sum-exp at -inf everywhere: NaN weights, as JAX (never a total above 1) ----
+_NEG_INF = np.float32([-np.inf, -np.inf])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: lnp.logaddexp(x[0], x[1]),
+    lambda x: lnp.logaddexp2(x[0], x[1]),
+    lambda x: lax.reduce(x, np.float32(-np.inf), lnp.logaddexp, (0,)),
+])
+def test_logsumexp_gradient_at_all_minus_infinity(fn):
+    for grad in (lc.grad(fn), lc.jit(lc.grad(fn))):
+        assert np.isnan(np.asarray(grad(_NEG_INF))).all()
+    # Elsewhere the weights are a distribution: they sum to 1.
+    for x in ([-np.inf, 0.0], [1.0, 1.0], [3.0, -2.0]):
+        weights = np.asarray(lc.grad(fn)(np.float32(x)))
+        assert (weights >= 0).all() and abs(weights.sum() - 1) < 1e-6, weights
+
+
+# --- a vjp pullback given the wrong cotangent dtype says so --------------------------
+
+
+def test_vjp_pullback_names_a_wrong_cotangent_dtype():
+    _, pullback = lc.vjp(lambda x: x * 2, lnp.ones(3, lnp.float32))
+    with pytest.raises((TypeError, ValueError), match=r"(?s)f(loat)?16.*f(loat)?32"):
+        pullback(lnp.ones(3, lnp.float16))
+    np.testing.assert_array_equal(pullback(lnp.ones(3, lnp.float32))[0], [2, 2, 2])
