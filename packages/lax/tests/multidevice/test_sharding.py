@@ -131,10 +131,22 @@ def test_jit_in_and_out_shardings_through_device_put_and_constraints():
     np.testing.assert_array_equal(np.asarray(y), X + 1)
 
 
-def test_donation_reuses_the_buffers():
-    sharding = NamedSharding(MESH, P("x"))
+_add_one_donated = lc.jit(lambda v: v + 1, donate_argnums=0)
+
+
+def test_device_put_copies_the_host_data():
+    host = X.copy()  # parts of it are 64-byte aligned: jaxlib would alias those
+    x = lc.device_put(host, NamedSharding(MESH, P("x")))
+    host[:] = -1
+    np.testing.assert_array_equal(np.asarray(x), X)
+
+
+@pytest.mark.parametrize("spec", [P("x"), P(("x", "y")), P()])
+def test_donation_reuses_the_buffers(spec):
+    sharding = NamedSharding(MESH, spec)
     x = lc.device_put(X, sharding)
     pointers = [s.data.unsafe_buffer_pointer() for s in x.addressable_shards]
-    y = lc.jit(lambda v: v + 1, donate_argnums=0)(x)
+    y = _add_one_donated(x)
     assert x.is_deleted()
     assert [s.data.unsafe_buffer_pointer() for s in y.addressable_shards] == pointers
+    np.testing.assert_array_equal(np.asarray(y), X + 1)

@@ -34,6 +34,7 @@ from lamella.lax.runtime.arrays import (
     DeletedArrayError,
     _host_array,
     deleted_message,
+    device_put,
     install_array_methods,
 )
 from lamella.lax.runtime.backends import (
@@ -131,9 +132,13 @@ def put_sharded(x: Any, sharding: MeshSharding, weak_type: bool = False) -> Arra
     devices = tuple(sharding._devices)
     indices = shard_indices(sharding._hlo_sharding, host.shape, len(devices))
     check_fits(host[indices[0]].shape, host.dtype, devices[0], "device_put")
-    shards = [np.ascontiguousarray(host[index]) for index in indices]
     aval = make_aval(host.shape, host.dtype, weak)
-    return _jax.batched_device_put(aval, sharding, shards, list(devices), True)
+    # Each part is copied onto its device now (one device_put each): jaxlib's multi-device
+    # put would alias the caller's NumPy memory where it is aligned, so a later write
+    # to it would show through, and such a buffer could never be donated.
+    parts = [device_put(np.ascontiguousarray(host[index]), device)
+             for index, device in zip(indices, devices)]
+    return Array(aval, sharding, parts, True, _skip_checks=True)
 
 
 def gather(x: Array) -> np.ndarray:
