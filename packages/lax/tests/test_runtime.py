@@ -551,7 +551,9 @@ def test_fast_path_with_a_donated_input():
         f.fast(x1, y)
     # The errors left the cache entry intact: fresh arrays still hit C++.
     np.testing.assert_array_equal(np.asarray(f.fast(runtime.device_put(np.ones(4)), y)), 2)
-    assert f.misses == 2  # the .delete()d array went to cache_miss once
+    # Both deleted arrays went to cache_miss (a donated input is .delete()d after
+    # its call, so every fast function sends it to Python, not to XLA).
+    assert f.misses == 3
 
 
 def test_fast_path_follows_x64():
