@@ -308,3 +308,46 @@ def test_vjp_pullback_names_a_wrong_cotangent_dtype():
     with pytest.raises((TypeError, ValueError), match=r"(?s)f(loat)?16.*f(loat)?32"):
         pullback(lnp.ones(3, lnp.float16))
     np.testing.assert_array_equal(pullback(lnp.ones(3, lnp.float32))[0], [2, 2, 2])
+
+
+# --- DLPack copy=, deleted and donated arrays ----------------------------------------
+
+
+def _aligned_host(values: list[float]) -> np.ndarray:
+    """A float32 NumPy array whose data starts on a 64-byte boundary (shareable)."""
+    buffer = np.empty(64 + 4 * len(values), np.uint8)
+    start = (-buffer.ctypes.data) % 64
+    host = buffer[start:start + 4 * len(values)].view(np.float32)
+    host[:] = values
+    return host
+
+
+def test_from_dlpack_honours_copy():
+    host = _aligned_host([1, 2, 3, 4])
+    shared, copied = lnp.from_dlpack(host, copy=False), lnp.from_dlpack(host)
+    host[0] = 9
+    np.testing.assert_array_equal(shared, [9, 2, 3, 4])  # copy=False shares, as asked
+    np.testing.assert_array_equal(copied, [1, 2, 3, 4])  # the default copies
+    with pytest.raises(ValueError, match="copy"):
+        lnp.from_dlpack(np.arange(6, dtype=np.float32)[::2], copy=False)
+
+
+def test_asarray_of_a_deleted_array_raises():
+    x = lnp.ones(3)
+    x.delete()
+    for make in (lnp.asarray, lnp.array, lambda v: lnp.asarray(v, dtype=lnp.float32)):
+        with pytest.raises(RuntimeError, match="deleted") as info:
+            make(x)
+        assert type(info.value).__name__ == "DeletedArrayError"
+
+
+def test_a_donated_array_given_to_other_functions_raises_deleted_array_error():
+    donating = lc.jit(lambda x: x + 1, donate_argnums=0)
+    plain = lc.jit(lambda x: x * 2)
+    plain(lnp.ones(3))  # its C++ fast path is warm for f32[3]
+    y = lnp.ones(3)
+    donating(y)
+    for use in (plain, lambda v: v + 1, lnp.sin, lc.jit(lambda v: v - 1), lnp.asarray):
+        with pytest.raises(RuntimeError, match="donating") as info:
+            use(y)
+        assert type(info.value).__name__ == "DeletedArrayError"

@@ -109,10 +109,13 @@ def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = False, device: Any = 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: builtins.bool | None = None) -> Any:
     """An Array from any DLPack producer on the CPU (NumPy arrays, torch tensors...).
 
+    Foreign data is copied unless `copy=False`, which shares it (row-major data aligned
+    to 64 bytes, or a ValueError): writes through the producer then show in the Array.
+
     >>> from_dlpack(np.arange(2, dtype=np.int32))
     Array([0, 1], dtype=int32)
     """
-    return runtime.from_dlpack(x, device)
+    return runtime.from_dlpack(x, device, copy)
 
 
 def isscalar(element: Any) -> builtins.bool:

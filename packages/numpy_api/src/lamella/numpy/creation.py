@@ -24,6 +24,7 @@ from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core import vmap
 from lamella.core.trace import Tracer, aval_of
+from lamella.lax import runtime
 from lamella.numpy import ufuncs
 from lamella.numpy.contractions import diagonal
 from lamella.numpy.dtypes import canonicalize_user_dtype, result_type
@@ -107,6 +108,12 @@ def _array(name: str, object: Any, dtype: Any, copy: bool | None, order: str | N
         raise NotImplementedError(f"{name}: only C order is supported, got order={order!r}")
     if dtype is not None:
         dtype = canonicalize_user_dtype(dtype, name)
+    if isinstance(object, lax.Array) and object.is_deleted():
+        # Even when nothing would be converted: handing back a dead Array only moves
+        # the error to its first use.
+        raise runtime.DeletedArrayError(
+            f"{name}: the Array {object.aval.str_short()} has been deleted, either by "
+            ".delete() or by donating it to an earlier call; it cannot be used anymore")
     source = object
     if isinstance(object, (list, tuple)):
         leaves = _leaves(object)
