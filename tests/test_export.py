@@ -68,6 +68,7 @@ def test_call_eager_jit_and_vmap(exported):
     for out, want in zip(tree_util.tree_leaves(exported.call(_X, _Y)),
                          tree_util.tree_leaves(expected)):
         _close(out, want)
+    _close(exported.call(_X, 1.5)["a"], np.sin(_X) * np.float32(1.5))  # a weak Python float
     inside = lc.jit(lambda x, y: exported.call(x, y)["a"] * 2.0)(_X, _Y)
     _close(inside, 2 * jnp.sin(_X) * _Y)
     xs = np.stack([_X, 2 * _X, -_X])

@@ -17,6 +17,7 @@ import numpy as np
 from jaxlib import _jax
 
 from lamella.core import ShapedArray, batching
+from lamella.core.avals import get_aval
 from lamella.core.export import (
     ExportBackend,
     Exported,
@@ -115,16 +116,11 @@ def _call(exported: Exported, flat: Sequence[Any]) -> list[Any]:
         raise TypeError(f"{exported.fun_name} takes {len(exported.in_avals)} arrays, "
                         f"got {len(flat)}")
     for i, (x, aval) in enumerate(zip(flat, exported.in_avals)):
-        shape, dtype = tuple(np.shape(x)), _dtype_of(x)
-        if shape != tuple(aval.shape) or dtype != aval.dtype:
+        given = get_aval(x)
+        if tuple(given.shape) != tuple(aval.shape) or given.dtype != aval.dtype:
             raise TypeError(f"argument {i} of the exported function {exported.fun_name}: "
-                            f"expected {aval.str_short()}, got {dtype.name}{list(shape)}")
+                            f"expected {aval.str_short()}, got {given.str_short()}")
     return call_exported_p.bind(*flat, exported=exported)
-
-
-def _dtype_of(x: Any) -> np.dtype:
-    aval = getattr(x, "aval", None)
-    return np.dtype(aval.dtype if aval is not None else np.result_type(x))
 
 
 def _abstract_eval(*avals: ShapedArray, exported: Exported) -> list[ShapedArray]:

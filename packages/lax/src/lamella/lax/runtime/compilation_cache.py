@@ -114,6 +114,7 @@ class PersistentCache:
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(entry)
+                os.chmod(temp, 0o644)  # mkstemp's 0600 would hide entries from other users
                 os.replace(temp, self._file(key))
             except BaseException:
                 _remove(temp)
