@@ -107,7 +107,7 @@ def jaxpr_graph(jaxpr: Jaxpr | ClosedJaxpr, *, source_info: bool = False) -> str
     digraph jaxpr {
       rankdir=TB; compound=true; node [fontname="monospace"];
       n0 [label="in0: f32[3]", shape=ellipse];
-      n1 [label="reduce_sum\\naxes=(0,)", shape=box];
+      n1 [label="reduce_sum\\naxes=(0,)\\nout_sharding=None", shape=box];
       n0 -> n1 [label="f32[3]"];
       n2 [label="out0: f32[]", shape=doubleoctagon];
       n1 -> n2 [label=""];
