@@ -29,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lamella.core import jit_shardings
 from lamella.core.api_util import (
     abstractify_args,
     as_tuple,
@@ -46,6 +47,7 @@ from lamella.core.dispatch import current_executor, executor_generation
 from lamella.core.errors import UnexpectedTracerError
 from lamella.core.jaxpr import DebugInfo, check_jaxpr, eval_jaxpr
 from lamella.core.primitive import Primitive
+from lamella.core.sharding import NamedSharding
 from lamella.core.stages import Lowered, Traced, _Signature
 from lamella.core.staging import StagingTrace, hoist_tracer_consts, trace_to_jaxpr
 from lamella.core.trace import Tracer, current_trace, eval_trace
@@ -162,7 +164,8 @@ class JitFunction:
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                  donate_argnums=None, donate_argnames=None, traced_for: str = "jit",
                  keep_unused: bool = False, inline: bool = False,
-                 compiler_options: dict[str, Any] | None = None):
+                 compiler_options: dict[str, Any] | None = None,
+                 in_shardings: Any = None, out_shardings: Any = None):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
         functools.update_wrapper(self, fun)
@@ -176,9 +179,11 @@ class JitFunction:
         self._inline = bool(inline)
         self._compiler_options = (None if not compiler_options
                                   else tuple(sorted(compiler_options.items())))
+        self._in_shardings, self._out_shardings = in_shardings, out_shardings
         self.options = (self._static_nums, self._static_names, self._donate_nums,
                         self._donate_names, traced_for, self._keep_unused, self._inline,
-                        self._compiler_options)
+                        self._compiler_options, _hashable(in_shardings),
+                        _hashable(out_shardings))
         self._cache = trace_caches.get(fun, self.options)
         self._lock = self._cache.lock
         self._name = fun_name(fun)
@@ -215,6 +220,8 @@ class JitFunction:
         if config.read("disable_jit"):
             return self._fun(*args, **kwargs), None, []
         entry, flat = self._prepare(args, kwargs)
+        if self._in_shardings is not None and current_trace() is eval_trace:
+            self._check_committed(args, kwargs, flat)
         if self._inline and current_trace() is not eval_trace:
             # Inlined: the body's equations go straight into the enclosing trace.
             outs = eval_jaxpr(entry.closed.jaxpr, entry.closed.consts, *entry.hoisted, *flat)
@@ -270,10 +277,23 @@ class JitFunction:
                     self._cache.popitem(last=False)
         return entry, flat
 
+    def _check_committed(self, args, kwargs, flat) -> None:
+        dyn_positions, dyn_args, dyn_kwargs, _ = self._split_args(args, kwargs)
+        wanted = jit_shardings.flat_shardings(self._in_shardings, dyn_args, "in_shardings")
+        jit_shardings.check_committed(
+            flat, wanted, lambda: leaf_names(self._signature, dyn_positions, dyn_args,
+                                             dyn_kwargs))
+
     def _trace(self, args, kwargs, dyn_positions, dyn_args, dyn_kwargs, in_tree, avals, names):
         out_tree: list[PyTreeDef] = []
+        in_layouts = [] if self._in_shardings is None else jit_shardings.flat_shardings(
+            self._in_shardings, dyn_args, "in_shardings")
 
         def flat_fun(*flat_tracers):
+            if in_layouts:
+                flat_tracers = jit_shardings.constrain(list(flat_tracers), in_layouts,
+                                                       "in_shardings") \
+                    + list(flat_tracers[len(in_layouts):])
             traced_args, traced_kwargs = tree_unflatten(in_tree, flat_tracers)
             full_args = list(args)
             for pos, value in zip(dyn_positions, traced_args):
@@ -282,6 +302,11 @@ class JitFunction:
             outs = self._fun(*full_args, **full_kwargs)
             flat_outs, tree = flatten_outputs(outs, f"jit-compiled {self._name}")
             out_tree.append(tree)
+            if self._out_shardings is not None:
+                flat_outs = jit_shardings.constrain(
+                    flat_outs, jit_shardings.flat_shardings(
+                        self._out_shardings, tree_unflatten(tree, flat_outs), "out_shardings"),
+                    "out_shardings")
             return flat_outs
 
         debug = DebugInfo(self._traced_for, self._name, fun_source(self._fun), tuple(names()))
@@ -341,9 +366,13 @@ class JitFunction:
         executor = current_executor()
         options = self._compiler_options
 
+        # Arguments spread over devices lay the program's parameters out as they are.
+        placed = {"args": [*entry.hoisted, *flat]} if any(
+            isinstance(getattr(x, "sharding", None), NamedSharding) for x in flat) else {}
+
         def lower_with(closed, *, name, donated_invars):
             return executor.lower(closed, name=name, donated_invars=donated_invars,
-                                  compiler_options=options)
+                                  compiler_options=options, **placed)
         return Traced(sig, lower_with)
 
     def lower(self, *args, **kwargs) -> Lowered:
@@ -357,6 +386,14 @@ class JitFunction:
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
+
+
+def _hashable(shardings: Any) -> Any:
+    """A shardings pytree as a key for the jit caches."""
+    if shardings is None:
+        return None
+    leaves, tree = tree_flatten(shardings, is_leaf=jit_shardings._is_leaf)
+    return tuple(leaves), tree
 
 
 def _check_for_leaked_tracers(name: str, trace: StagingTrace) -> None:
@@ -399,7 +436,8 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
         device: Any = None, backend: str | None = None, inline: bool = False,
-        compiler_options: dict[str, Any] | None = None) -> Any:
+        compiler_options: dict[str, Any] | None = None, in_shardings: Any = None,
+        out_shardings: Any = None) -> Any:
     """Compiles `fun`: traced once per argument signature, then run by the executor.
 
     Args:
@@ -417,6 +455,10 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
         enclosing jaxpr instead of a `jit` equation.
       compiler_options: options for the compiler (XLA flags such as
         `{"xla_cpu_enable_fast_math": True}`).
+      in_shardings, out_shardings: layouts of the arguments and results over several
+        devices: a NamedSharding, a PartitionSpec (under the current mesh) or None
+        (unspecified), or a pytree prefix of them over the non-static positional
+        arguments / the result (see `lamella.core.jit_shardings`).
 
     Returns:
       A function with `fun`'s signature that traces once per argument signature
@@ -437,12 +479,14 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                                  keep_unused=keep_unused, device=device, backend=backend,
-                                 inline=inline, compiler_options=compiler_options)
+                                 inline=inline, compiler_options=compiler_options,
+                                 in_shardings=in_shardings, out_shardings=out_shardings)
     if device is not None or backend is not None:
         _check_device_and_backend(device, backend)
     jitted = JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                          keep_unused=keep_unused, inline=inline,
-                         compiler_options=compiler_options)
+                         compiler_options=compiler_options, in_shardings=in_shardings,
+                         out_shardings=out_shardings)
     # An executor may hand back its own callable (lamella.lax: jaxlib's C++
     # dispatcher, carrying trace/lower/eval_shape), so cached calls run no Python.
     wrapped = current_executor().wrap_jit(jitted)

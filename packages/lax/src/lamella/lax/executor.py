@@ -307,8 +307,15 @@ class XlaExecutor(Executor):
             debug_nans.check_jit_outputs(closed, args, outs, name)
         return outs
 
-    def lower(self, closed, *, name, donated_invars, compiler_options=None):
+    def lower(self, closed, *, name, donated_invars, compiler_options=None, args=None):
         donated_invars = tuple(donated_invars)
+        # Over several devices (a mesh in the program, or `args` spread over one):
+        # the SPMD program, its parameters laid out as those arguments are.
+        where = spmd_executor.plan(closed, list(args) if args is not None
+                                   else [None] * len(closed.in_avals))
+        if where is not None:
+            return spmd_executor.LoweredSpmd(self.programs, closed, name, donated_invars,
+                                             compiler_options, where)
         lowered = lower_closed_jaxpr(closed, name=name, donated_invars=donated_invars)
         return LoweredProgram(lowered, (closed, name, donated_invars, compiler_options), self)
 

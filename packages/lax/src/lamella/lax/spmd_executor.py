@@ -34,21 +34,42 @@ def _walk(jaxpr: Jaxpr, found: list) -> None:
             _walk(sub, found)
 
 
-def meshes_in(closed: ClosedJaxpr) -> tuple[Mesh, ...]:
-    """The meshes the jaxpr's shard_maps and sharding constraints name (cached)."""
+def _parameter_layouts(jaxpr: Jaxpr) -> dict[int, NamedSharding]:
+    """Parameters whose first use is a sharding constraint on them (what jit's
+    in_shardings make): that layout is where the parameter is put."""
+    position = {id(v): i for i, v in enumerate(jaxpr.invars)}
+    layouts: dict[int, NamedSharding] = {}
+    seen: set[int] = set()
+    for eqn in jaxpr.eqns:
+        for v in eqn.invars:
+            i = position.get(id(v))
+            if i is None or i in seen:
+                continue
+            seen.add(i)
+            if eqn.primitive is sharding_constraint_p:
+                layouts[i] = eqn.params["sharding"]
+    return layouts
+
+
+def _analysis(closed: ClosedJaxpr) -> tuple[tuple[Mesh, ...], dict[int, NamedSharding]]:
     entry = _meshes_of.get(id(closed))
     if entry is not None and entry[0]() is closed:
         return entry[1]
     found: list = []
     _walk(closed.jaxpr, found)
-    meshes = tuple(dict.fromkeys(found))
+    result = (tuple(dict.fromkeys(found)), _parameter_layouts(closed.jaxpr))
 
     key = id(closed)
 
     def drop(_):
         _meshes_of.pop(key, None)
-    _meshes_of[key] = (weakref.ref(closed, drop), meshes)
-    return meshes
+    _meshes_of[key] = (weakref.ref(closed, drop), result)
+    return result
+
+
+def meshes_in(closed: ClosedJaxpr) -> tuple[Mesh, ...]:
+    """The meshes the jaxpr's shard_maps and sharding constraints name (cached)."""
+    return _analysis(closed)[0]
 
 
 class Plan:
@@ -103,13 +124,36 @@ def plan(closed: ClosedJaxpr, args: list) -> Plan | None:
         mesh = Mesh(grid, ("_devices",))
     replicated = runtime.mesh_sharding(devices, "{replicated}",
                                        NamedSharding(mesh, PartitionSpec()))
+    layouts = _analysis(closed)[1]
     in_shardings = []
-    for a in args:
+    for i, (a, aval) in enumerate(zip(args, closed.in_avals)):
         if type(a) is runtime.Array and isinstance(a._sharding, runtime.MeshSharding):
             in_shardings.append(a._sharding)
+        elif i in layouts:  # a host value or single-device array goes where jit asks
+            named = layouts[i]
+            in_shardings.append(runtime.mesh_sharding(
+                devices, named.hlo_sharding_text(len(aval.shape)), named))
         else:
             in_shardings.append(replicated)
     return Plan(devices, mesh, in_shardings)
+
+
+def annotate(lowered: LoweredModule, plan: Plan) -> None:
+    """Marks `lowered`'s module as `plan`'s SPMD program: each parameter's layout
+    (`mhlo.sharding`) and the number of partitions."""
+    from lamella.lax import mlir_context
+    module = lowered.module
+    main = mlir_context.main_function(module)
+    with module.context, ir.Location.unknown():
+        if "arg_attrs" in main.attributes:
+            attrs = [{a.name: a.attr for a in d} for d in map(ir.DictAttr, main.arg_attrs)]
+        else:
+            attrs = [{} for _ in plan.in_shardings]
+        for d, s in zip(attrs, plan.in_shardings):
+            d["mhlo.sharding"] = ir.StringAttr.get(str(s._hlo_sharding))
+        main.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in attrs])
+        module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(32), len(plan.devices))
 
 
 class SpmdProgram:
@@ -124,17 +168,9 @@ class SpmdProgram:
         if lowered.host_callbacks:
             raise NotImplementedError("host callbacks in a program over several devices are "
                                       "not supported yet")
+        annotate(lowered, plan)
         module = lowered.module
         from lamella.lax import mlir_context
-        main = mlir_context.main_function(module)
-        with module.context, ir.Location.unknown():
-            if "arg_attrs" in main.attributes:
-                attrs = [{a.name: a.attr for a in d} for d in map(ir.DictAttr, main.arg_attrs)]
-            else:
-                attrs = [{} for _ in plan.in_shardings]
-            for d, s in zip(attrs, plan.in_shardings):
-                d["mhlo.sharding"] = ir.StringAttr.get(str(s._hlo_sharding))
-            main.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in attrs])
         in_specs, _ = mlir_context.main_signature(module)
         donated = [i for i, d in enumerate(lowered.donated_invars) if d]
         self._named: dict = {}
@@ -161,6 +197,16 @@ class SpmdProgram:
     def cost_analysis(self) -> dict[str, float]:
         return self.executable.cost_analysis()
 
+    def memory_analysis(self) -> Any:
+        return self.executable.xla_executable.get_compiled_memory_stats()
+
+    def runtime_executable(self) -> Any:
+        return self.executable.xla_executable
+
+    @property
+    def sharding(self) -> NamedSharding:
+        return NamedSharding(self.plan.mesh, PartitionSpec())
+
 
 def _match(mesh: Mesh, hlo: Any, ndim: int) -> NamedSharding | None:
     from jaxlib import xla_client as xc
@@ -185,6 +231,37 @@ def compiled(cache: Any, closed: ClosedJaxpr, name: str, donated: tuple, options
         program = SpmdProgram(lowered, the_plan, options)
         cache.put(key, program, (closed,), 1 << 20)
     return program
+
+
+class LoweredSpmd:
+    """`jit(f).lower(...)` of a program over several devices: the annotated StableHLO,
+    compiled by XLA's SPMD partitioner on `.compile()`."""
+
+    def __init__(self, cache: Any, closed: ClosedJaxpr, name: str, donated: tuple,
+                 options: Any, the_plan: Plan):
+        self.lowered = lower_closed_jaxpr(closed, name=name, donated_invars=donated)
+        annotate(self.lowered, the_plan)
+        self._key = (cache, closed, name, donated, options, the_plan)
+
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        if dialect in (None, "stablehlo"):
+            return self.lowered.as_text(debug_info=debug_info)
+        return self.compiler_ir(dialect).as_hlo_text()
+
+    def compiler_ir(self, dialect: str | None = None) -> Any:
+        if dialect in (None, "stablehlo"):
+            return self.lowered.module
+        if dialect == "hlo":
+            from jaxlib import _jax
+            return _jax.mlir.mlir_module_to_xla_computation(self.lowered.as_text())
+        raise ValueError(f"Unknown dialect {dialect!r}: 'stablehlo' or 'hlo'")
+
+    def compile(self, compiler_options: tuple | None = None) -> SpmdProgram:
+        cache, closed, name, donated, options, the_plan = self._key
+        return compiled(cache, closed, name, donated, compiler_options or options, the_plan)
+
+    def cost_analysis(self) -> dict[str, float]:
+        return self.compile().cost_analysis()
 
 
 def placed_elsewhere(args: Any) -> bool:

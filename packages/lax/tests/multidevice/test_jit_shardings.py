@@ -1,0 +1,83 @@
+"""jit's in_shardings / out_shardings and the AOT stages of sharded programs (8 CPU devices)."""
+
+import numpy as np
+import pytest
+
+import lamella.core as lc
+import lamella.numpy as jnp
+from lamella.core.sharding import AxisType, NamedSharding, P, make_mesh, use_mesh
+
+MESH = make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+ROWS = NamedSharding(MESH, P("x"))
+COLS = NamedSharding(MESH, P(None, "y"))
+X = np.arange(32, dtype=np.float32).reshape(8, 4)
+W = np.arange(8, dtype=np.float32).reshape(4, 2) / 8
+
+
+def _layer(x, w):
+    return {"h": jnp.tanh(x @ w), "total": jnp.sum(x)}
+
+
+LAYER = lc.jit(_layer, in_shardings=(ROWS, None),
+               out_shardings={"h": NamedSharding(MESH, P("x", "y")), "total": None})
+
+
+def test_arguments_and_results_take_the_given_layouts():
+    out = LAYER(X, W)  # host values: placed as in_shardings says
+    assert out["h"].sharding == NamedSharding(MESH, P("x", "y"))
+    assert len(out["h"].addressable_shards) == 8
+    np.testing.assert_allclose(np.asarray(out["h"]), np.tanh(X @ W), rtol=1e-6)
+    np.testing.assert_allclose(float(out["total"]), X.sum())
+    again = LAYER(lc.device_put(X, ROWS), W)  # already laid out: no error, same result
+    np.testing.assert_array_equal(np.asarray(again["h"]), np.asarray(out["h"]))
+
+
+def test_partition_specs_take_the_current_mesh():
+    with use_mesh(MESH):
+        f = lc.jit(lambda v: v * 2, in_shardings=P("x"), out_shardings=P(None, "y"))
+        y = f(X)
+    assert y.sharding == COLS
+    np.testing.assert_array_equal(np.asarray(y), X * 2)
+
+
+def test_a_committed_argument_laid_out_otherwise_is_an_error():
+    with pytest.raises(ValueError, match="does not match the sharding on the respective arg"):
+        LAYER(lc.device_put(X, COLS), W)
+
+
+def test_specifications_must_match_the_arguments():
+    with pytest.raises(ValueError, match="tree prefix"):
+        lc.jit(lambda a, b: a + b, in_shardings=(ROWS,))(X, X)
+    with pytest.raises(ValueError, match="PartitionSpec .* needs a mesh"):
+        lc.jit(lambda a: a, in_shardings=P("x"))(X)
+    with pytest.raises(ValueError, match="in_shardings"):
+        lc.jit(lambda a: a, in_shardings=ROWS)(np.ones(6, np.float32))
+
+
+def test_lowered_and_compiled_text_show_the_sharded_program():
+    lowered = LAYER.lower(X, W)
+    text = lowered.as_text()
+    assert "mhlo.num_partitions = 8" in text
+    rows = '"{devices=[4,1,2]0,1,2,3,4,5,6,7 last_tile_dim_replicate}"'
+    assert f"%arg0: tensor<8x4xf32> {{mhlo.sharding = {rows}}}" in text
+    compiled = lowered.compile()
+    hlo = compiled.as_text()
+    assert "f32[2,4]" in hlo  # each partition holds a quarter of x's rows
+    out = compiled(X, W)
+    np.testing.assert_allclose(np.asarray(out["h"]), np.tanh(X @ W), rtol=1e-6)
+    assert out["h"].sharding == NamedSharding(MESH, P("x", "y"))
+
+
+def test_lowering_a_sharded_argument_keeps_its_layout():
+    f = lc.jit(lambda v: v + 1)
+    text = f.lower(lc.device_put(X, COLS)).as_text()
+    assert "mhlo.num_partitions = 8" in text and "{devices=[1,2,4]" in text
+    assert "f32[8,2]" in f.lower(lc.device_put(X, COLS)).compile().as_text()
+
+
+def test_grad_through_in_and_out_shardings_matches_one_device():
+    loss = lc.jit(lambda w, x: jnp.sum(jnp.tanh(x @ w) ** 2), in_shardings=(None, ROWS),
+                  out_shardings=None)
+    got = lc.jit(lc.grad(loss))(W, X / 10)
+    want = lc.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w) ** 2))(W, X / 10)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5)
