@@ -74,6 +74,24 @@ def record() -> None:
             record.update({f"ct{i}": np.asarray(c) for i, c in enumerate(cts)})
         np.savez(os.path.join(DATA, f"{name}.npz"), **record)
         print(f"recorded {name}: {len(blob)} bytes, kept {exp.module_kept_var_idx}")
+    # Batch-polymorphic: exported once for f32[b, 4], called at b = 3 and b = 5.
+    b, = export.symbolic_shape("b")
+    poly = export.export(jax.jit(lambda x, y: (jnp.tanh(x) @ y) * x.shape[0]))(
+        jax.ShapeDtypeStruct((b, 4), np.float32), jax.ShapeDtypeStruct((4,), np.float32))
+    with open(os.path.join(DATA, "batch_polymorphic.exported"), "wb") as f:
+        f.write(poly.serialize(vjp_order=1))
+    rng = np.random.default_rng(1)
+    y = rng.standard_normal(4).astype(np.float32)
+    record = {"arg1": y}
+    for size in (3, 5):
+        x = rng.standard_normal((size, 4)).astype(np.float32)
+        record[f"arg0_b{size}"] = x
+        record[f"out0_b{size}"] = np.asarray(poly.call(x, y))
+    record["arg0"], record["out0"] = record["arg0_b3"], record["out0_b3"]
+    _, pullback = jax.vjp(poly.call, record["arg0"], y)
+    record["ct0"], record["ct1"] = map(np.asarray, pullback(np.ones(3, np.float32)))
+    np.savez(os.path.join(DATA, "batch_polymorphic.npz"), **record)
+    print(f"recorded batch_polymorphic: in_avals {poly.in_avals}")
 
 
 def lamella_export(directory: str) -> None:

@@ -231,3 +231,20 @@ def test_jax_artifacts_keep_jax_signature_details():
         exp = export.deserialize(f.read())
     assert exp.platforms == ("cpu", "cuda")
     assert exp.in_tree == tree_util.tree_structure(((0,), {}))
+
+
+def test_jax_batch_polymorphic_export_runs_at_any_batch_size():
+    with open(os.path.join(DATA, "batch_polymorphic.exported"), "rb") as f:
+        exp = export.deserialize(f.read())
+    b = export.symbolic_shape("b, 4")[0]
+    assert isinstance(b, export.SymbolicDim) and exp.in_avals[0].shape == (b, 4)
+    assert exp.in_avals[0].str_short() == "f32[b,4]" and exp.out_avals[0].shape == (b,)
+    data = np.load(os.path.join(DATA, "batch_polymorphic.npz"))
+    y = data["arg1"]
+    for size in (3, 5):
+        x = data[f"arg0_b{size}"]
+        _close(exp.call(x, y), data[f"out0_b{size}"])
+        _close(lc.jit(exp.call)(x, y), data[f"out0_b{size}"])
+    with pytest.raises(TypeError, match="expected f32\\[4\\], got f32\\[3\\]"):
+        exp.call(data["arg0_b5"], y[:3])
+    assert export.deserialize(exp.serialize()).in_avals == exp.in_avals

@@ -1,6 +1,8 @@
 """The executor's half of `lamella.core.export`: StableHLO portable artifacts, and
 `call_exported_p`, which runs an `Exported` eagerly or inside a traced program.
 
+A shape-polymorphic Exported (JAX's `symbolic_shape` dimensions) is first
+specialized to the argument shapes of the call by StableHLO's shape refinement.
 An Exported's module is merged into the caller's module as private functions
 and called (its unused arguments dropped, a platform index passed first when
 it was exported for several platforms), so XLA optimizes across the boundary.
@@ -10,6 +12,8 @@ through the Exported's VJP (in lamella.core.export).
 
 from __future__ import annotations
 
+import dataclasses
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +25,7 @@ from lamella.core.avals import get_aval
 from lamella.core.export import (
     ExportBackend,
     Exported,
+    SymbolicDim,
     maximum_supported_calling_convention_version,
     minimum_supported_calling_convention_version,
     register_backend,
@@ -30,8 +35,10 @@ from lamella.lax import runtime
 from lamella.lax.lowering import (
     constant,
     func,
+    hlo,
     make_ir_context,
     merge_mlir_modules,
+    module_to_bytecode,
     module_to_string,
     register_lowering,
 )
@@ -115,12 +122,94 @@ def _call(exported: Exported, flat: Sequence[Any]) -> list[Any]:
     if len(flat) != len(exported.in_avals):
         raise TypeError(f"{exported.fun_name} takes {len(exported.in_avals)} arrays, "
                         f"got {len(flat)}")
+    bindings: dict[SymbolicDim, int] = {}
+    shapes = []
     for i, (x, aval) in enumerate(zip(flat, exported.in_avals)):
         given = get_aval(x)
-        if tuple(given.shape) != tuple(aval.shape) or given.dtype != aval.dtype:
+        shapes.append(tuple(given.shape))
+        if not _matches(given, aval, bindings):
             raise TypeError(f"argument {i} of the exported function {exported.fun_name}: "
-                            f"expected {aval.str_short()}, got {given.str_short()}")
+                            f"expected {aval.str_short()}, got {given.str_short()}"
+                            + (f" (with {_show(bindings)})" if bindings else ""))
+    if bindings:
+        exported = _specialized(exported, tuple(shapes))
     return call_exported_p.bind(*flat, exported=exported)
+
+
+def _matches(given: Any, aval: ShapedArray, bindings: dict[SymbolicDim, int]) -> bool:
+    """Whether ``given`` fits ``aval``, binding its dimension variables on the way."""
+    if given.dtype != aval.dtype or len(given.shape) != len(aval.shape):
+        return False
+    for size, dim in zip(given.shape, aval.shape):
+        if isinstance(dim, SymbolicDim):
+            if not dim.is_variable:
+                raise ValueError(f"dimension {dim!r}: lamella calls exports whose symbolic "
+                                 "dimensions are plain variables ('b'), not expressions")
+            if bindings.setdefault(dim, size) != size:
+                return False
+        elif dim != size:
+            return False
+    return True
+
+
+def _show(bindings: dict[SymbolicDim, int]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in bindings.items())
+
+
+# Shape-polymorphic Exporteds specialized to the argument shapes they were called with.
+_specializations: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _specialized(exported: Exported, shapes: tuple[tuple[int, ...], ...]) -> Exported:
+    """``exported`` with its dimension variables fixed by ``shapes``: the module's @main
+    given those static argument types, then refined by StableHLO's shape refinement
+    (which also checks the export's shape assertions)."""
+    cache = _specializations.setdefault(exported, {})
+    if shapes in cache:
+        return cache[shapes]
+    context = make_ir_context()
+    with context, ir.Location.unknown():
+        module = _jax.mlir.deserialize_portable_artifact(exported.mlir_module_serialized,
+                                                         context)
+        symbols = ir.SymbolTable(module.operation)
+        polymorphic = symbols["main"]
+        signature = ir.FunctionType(ir.TypeAttr(polymorphic.attributes["function_type"]).value)
+        inputs = list(signature.inputs)
+        first = 1 if len(exported.platforms) > 1 else 0
+        for position, i in enumerate(exported.module_kept_var_idx, start=first):
+            element = ir.RankedTensorType(inputs[position]).element_type
+            inputs[position] = ir.RankedTensorType.get(shapes[i], element)
+        # A new @main of static argument types converts them to the dynamic ones and
+        # calls the old one; shape refinement then makes every shape inside static.
+        symbols.set_symbol_name(polymorphic, "_lamella_polymorphic_main")
+        polymorphic.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        with ir.InsertionPoint(module.body):
+            main = func.FuncOp("main", (inputs, list(signature.results)))
+            main.attributes["sym_visibility"] = ir.StringAttr.get("public")
+            with ir.InsertionPoint(main.add_entry_block()):
+                operands = [a if a.type == t else hlo.ConvertOp(t, a).result
+                            for a, t in zip(main.arguments, signature.inputs)]
+                call = func.CallOp(list(signature.results),
+                                   ir.FlatSymbolRefAttr.get("_lamella_polymorphic_main"),
+                                   operands)
+                func.ReturnOp(list(call.results))
+        try:
+            refined = ir.Module.parse(_jax.mlir.refine_polymorphic_shapes(
+                module_to_bytecode(module), enable_shape_assertions=True,
+                validate_static_shapes=True, enable_shardy=True))
+        except Exception as err:
+            raise ValueError(f"the exported function {exported.fun_name} cannot take "
+                             f"arguments of shapes {list(shapes)}: {err}") from None
+        main = ir.SymbolTable(refined.operation)["main"]
+        results = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results
+        out_avals = tuple(ShapedArray(tuple(ir.RankedTensorType(t).shape), a.dtype)
+                          for t, a in zip(results, exported.out_avals))
+        data = _jax.mlir.serialize_portable_artifact(refined, _target_version(), False)
+    in_avals = tuple(ShapedArray(shape, a.dtype) for shape, a in zip(shapes, exported.in_avals))
+    special = dataclasses.replace(exported, in_avals=in_avals, out_avals=out_avals,
+                                  mlir_module_serialized=data, _get_vjp=None)
+    cache[shapes] = special
+    return special
 
 
 def _abstract_eval(*avals: ShapedArray, exported: Exported) -> list[ShapedArray]:

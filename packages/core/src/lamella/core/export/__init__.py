@@ -14,9 +14,12 @@ Array([0., 0.], dtype=float32)
 from lamella.core.export.exported import (
     ExportBackend,
     Exported,
+    SymbolicDim,
+    is_symbolic,
     maximum_supported_calling_convention_version,
     minimum_supported_calling_convention_version,
     register_backend,
+    symbolic_shape,
 )
 from lamella.core.export.exporting import default_export_platform, export
 from lamella.core.export.serialization import (
@@ -36,6 +39,9 @@ __all__ = [
     "minimum_supported_calling_convention_version",
     "maximum_supported_calling_convention_version",
     "register_backend",
+    "symbolic_shape",
+    "SymbolicDim",
+    "is_symbolic",
     "register_pytree_node_serialization",
     "register_namedtuple_serialization",
 ]

@@ -23,6 +23,50 @@ minimum_supported_calling_convention_version = 9
 maximum_supported_calling_convention_version = 10
 
 
+class SymbolicDim(str):
+    """A dimension named by a variable (``"b"``) or an expression of variables
+    (``"2*b + 1"``), as JAX writes it; it prints and serializes as its text."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    @property
+    def is_variable(self) -> bool:
+        return self.isidentifier()
+
+
+def symbolic_shape(shape_spec: str | None) -> tuple[int | SymbolicDim, ...]:
+    """The shape written in ``shape_spec``: integers, and `SymbolicDim`s for the rest.
+
+    >>> symbolic_shape("b, 4")
+    (b, 4)
+    >>> symbolic_shape("")
+    ()
+    """
+    if shape_spec is None:
+        return ()
+    spec = shape_spec.strip()
+    if spec.startswith("(") and spec.endswith(")"):
+        spec = spec[1:-1]
+    dims: list[int | SymbolicDim] = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        if part.lstrip("-").isdigit():
+            dims.append(int(part))
+        elif all(c.isalnum() or c in "_+-*/ ()" for c in part):
+            dims.append(SymbolicDim(" ".join(part.split())))
+        else:
+            raise ValueError(f"invalid dimension {part!r} in shape {shape_spec!r}")
+    return tuple(dims)
+
+
+def is_symbolic(aval: Any) -> bool:
+    return any(isinstance(d, SymbolicDim) for d in aval.shape)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Exported:
     """A lowered function, its signature and its StableHLO module bytes.

@@ -29,7 +29,7 @@ import numpy as np
 
 from lamella.core import dtypes
 from lamella.core.avals import ShapedArray
-from lamella.core.export.exported import Exported
+from lamella.core.export.exported import Exported, symbolic_shape
 from lamella.core.export.flatbuffer import Builder, Table, root_table
 from lamella.core.tree_util import (
     PyTreeDef,
@@ -336,13 +336,7 @@ def _read_aval(t: Table) -> ShapedArray:
     code = t.scalar(_AVAL_DTYPE, "b", 0)
     if code not in _CODE_DTYPE:
         raise ValueError(f"unknown dtype code {code} (typed PRNG keys are not supported)")
-    dims = t.strings(_AVAL_SHAPE)
-    try:
-        shape = tuple(int(d) for d in dims)
-    except ValueError:
-        raise ValueError(f"the function was exported with symbolic dimensions {dims}; "
-                         "lamella calls exports of static shapes only") from None
-    return ShapedArray(shape, _CODE_DTYPE[code])
+    return ShapedArray(symbolic_shape(",".join(t.strings(_AVAL_SHAPE))), _CODE_DTYPE[code])
 
 
 def _read_tree(t: Table | None) -> PyTreeDef:
