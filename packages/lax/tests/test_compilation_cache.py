@@ -170,6 +170,10 @@ def test_key_depends_on_program_options_and_flags(tmp_path, monkeypatch):
     base = _key_of(_program(0), device)
     assert base == _key_of(_program(0), device)
     assert base != _key_of(_program(1), device)
+    options = xc.CompileOptions()
+    options.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]], np.int32))
+    options.env_option_overrides = [("xla_cpu_enable_fast_math", True)]
+    assert base != cache_key(_program(0), options, device)
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")
     assert base != _key_of(_program(0), device)
 
