@@ -7,6 +7,7 @@ The artifacts in tests/data/jax_exports were exported and serialized by JAX 0.10
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import subprocess
 import sys
@@ -248,3 +249,18 @@ def test_jax_batch_polymorphic_export_runs_at_any_batch_size():
     with pytest.raises(TypeError, match="expected f32\\[4\\], got f32\\[3\\]"):
         exp.call(data["arg0_b5"], y[:3])
     assert export.deserialize(exp.serialize()).in_avals == exp.in_avals
+
+
+def test_disabled_safety_checks_travel_and_apply():
+    checks = (export.DisabledSafetyCheck.platform(),
+              export.DisabledSafetyCheck.custom_call("my_target"))
+    exp = export.export(lc.jit(jnp.cos), disabled_checks=checks)(_X)
+    again = export.deserialize(exp.serialize())
+    assert again.disabled_safety_checks == checks
+    # The platform check is off: an export for another platform is called anyway.
+    elsewhere = dataclasses.replace(again, platforms=("tpu",))
+    _close(elsewhere.call(_X), np.cos(_X))
+    with pytest.raises(ValueError, match="exported for \\('tpu',\\)"):
+        dataclasses.replace(again, platforms=("tpu",), disabled_safety_checks=()).call(_X)
+    with pytest.raises(TypeError, match="DisabledSafetyCheck"):
+        export.export(lc.jit(jnp.cos), disabled_checks=["platform"])

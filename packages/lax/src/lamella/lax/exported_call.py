@@ -23,6 +23,7 @@ from jaxlib import _jax
 from lamella.core import ShapedArray, batching
 from lamella.core.avals import get_aval
 from lamella.core.export import (
+    DisabledSafetyCheck,
     ExportBackend,
     Exported,
     SymbolicDim,
@@ -101,7 +102,8 @@ def _module_text(serialized: bytes) -> str:
 
 def _check_callable(exported: Exported, platform: str) -> None:
     who = f"the exported function {exported.fun_name}"
-    if platform not in exported.platforms:
+    if platform not in exported.platforms \
+            and DisabledSafetyCheck.platform() not in exported.disabled_safety_checks:
         raise ValueError(f"{who} was exported for {exported.platforms}, not for {platform!r}")
     version = exported.calling_convention_version
     if not (minimum_supported_calling_convention_version <= version
@@ -195,7 +197,8 @@ def _specialized(exported: Exported, shapes: tuple[tuple[int, ...], ...]) -> Exp
                 func.ReturnOp(list(call.results))
         try:
             refined = ir.Module.parse(_jax.mlir.refine_polymorphic_shapes(
-                module_to_bytecode(module), enable_shape_assertions=True,
+                module_to_bytecode(module), enable_shape_assertions=DisabledSafetyCheck
+                .shape_assertions() not in exported.disabled_safety_checks,
                 validate_static_shapes=True, enable_shardy=True))
         except Exception as err:
             raise ValueError(f"the exported function {exported.fun_name} cannot take "
@@ -236,7 +239,8 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
     operands = [args[i] for i in exported.module_kept_var_idx]
     if len(exported.platforms) > 1:
         # The platform index comes first, as i32 or i64 (JAX's x64 mode decides).
-        index = exported.platforms.index(ctx.platform if ctx.platform != "gpu" else "cuda")
+        platform = ctx.platform if ctx.platform != "gpu" else "cuda"
+        index = exported.platforms.index(platform) if platform in exported.platforms else 0
         index_type = ir.RankedTensorType(function_type.inputs[0])
         width = ir.IntegerType(index_type.element_type).width
         operands.insert(0, constant(np.array(index, np.int64 if width == 64 else np.int32)))

@@ -12,10 +12,12 @@ Array([0., 0.], dtype=float32)
 """
 
 from lamella.core.export.exported import (
+    DisabledSafetyCheck,
     ExportBackend,
     Exported,
     SymbolicDim,
     is_symbolic,
+    is_symbolic_dim,
     maximum_supported_calling_convention_version,
     minimum_supported_calling_convention_version,
     register_backend,
@@ -42,6 +44,8 @@ __all__ = [
     "symbolic_shape",
     "SymbolicDim",
     "is_symbolic",
+    "is_symbolic_dim",
+    "DisabledSafetyCheck",
     "register_pytree_node_serialization",
     "register_namedtuple_serialization",
 ]

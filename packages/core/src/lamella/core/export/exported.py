@@ -63,6 +63,37 @@ def symbolic_shape(shape_spec: str | None) -> tuple[int | SymbolicDim, ...]:
     return tuple(dims)
 
 
+def is_symbolic_dim(dim: Any) -> bool:
+    """Whether ``dim`` is a symbolic dimension (JAX's name).
+
+    >>> is_symbolic_dim(symbolic_shape("b")[0]), is_symbolic_dim(4)
+    (True, False)
+    """
+    return isinstance(dim, SymbolicDim)
+
+
+@dataclasses.dataclass(frozen=True)
+class DisabledSafetyCheck:
+    """A check `Exported.call` skips, as JAX's: `platform()` (call on a platform it was
+    not exported for), `custom_call(target)` (accepted; lamella checks no custom call
+    targets), `shape_assertions()` (a polymorphic export's shape constraints)."""
+
+    kind: int
+    target: str | None = None
+
+    @classmethod
+    def platform(cls) -> DisabledSafetyCheck:
+        return cls(0)
+
+    @classmethod
+    def custom_call(cls, target_name: str) -> DisabledSafetyCheck:
+        return cls(1, target_name)
+
+    @classmethod
+    def shape_assertions(cls) -> DisabledSafetyCheck:
+        return cls(2)
+
+
 def is_symbolic(aval: Any) -> bool:
     return any(isinstance(d, SymbolicDim) for d in aval.shape)
 

@@ -8,6 +8,7 @@ from typing import Any
 from lamella.core.autodiff_api import vjp
 from lamella.core.avals import ShapedArray, ShapeDtypeStruct
 from lamella.core.export.exported import (
+    DisabledSafetyCheck,
     Exported,
     _backend,
     maximum_supported_calling_convention_version,
@@ -28,7 +29,8 @@ def export(fun_jit: Callable[..., Any], *, platforms: Sequence[str] | None = Non
     `ShapeDtypeStruct`s) into an `Exported`.
 
     ``fun_jit`` must be a `jit`-wrapped function. ``platforms`` names the one
-    platform to lower for (default: `default_export_platform()`).
+    platform to lower for (default: `default_export_platform()`);
+    ``disabled_checks`` lists `DisabledSafetyCheck`s the Exported's callers skip.
 
     >>> import numpy as np
     >>> import lamella.core as lc
@@ -46,6 +48,10 @@ def export(fun_jit: Callable[..., Any], *, platforms: Sequence[str] | None = Non
         platforms = tuple(platforms)
         if len(platforms) != 1:
             raise ValueError(f"lamella exports for one platform at a time; got {platforms}")
+
+    for check in disabled_checks:
+        if not isinstance(check, DisabledSafetyCheck):
+            raise TypeError(f"disabled_checks holds DisabledSafetyCheck values, got {check!r}")
 
     def do_export(*args: Any, **kwargs: Any) -> Exported:
         return _export(fun_jit, args, kwargs, platforms, tuple(disabled_checks))

@@ -29,7 +29,7 @@ import numpy as np
 
 from lamella.core import dtypes
 from lamella.core.avals import ShapedArray
-from lamella.core.export.exported import Exported, symbolic_shape
+from lamella.core.export.exported import DisabledSafetyCheck, Exported, symbolic_shape
 from lamella.core.export.flatbuffer import Builder, Table, root_table
 from lamella.core.tree_util import (
     PyTreeDef,
@@ -227,10 +227,9 @@ def _write_effect(b: Builder, effect: Any) -> int:
     return b.table([(0, "offset", b.string(str(effect)))])
 
 
-def _write_disabled_check(b: Builder, check: tuple[int, str | None]) -> int:
-    kind, target = check
-    return b.table([(_CHECK_KIND, "b", kind),
-                    (_CHECK_TARGET, "offset", None if target is None else b.string(target))])
+def _write_disabled_check(b: Builder, check: DisabledSafetyCheck) -> int:
+    target = None if check.target is None else b.string(check.target)
+    return b.table([(_CHECK_KIND, "b", check.kind), (_CHECK_TARGET, "offset", target)])
 
 
 def _write_tree(b: Builder, treedef: PyTreeDef) -> int:
@@ -321,8 +320,9 @@ def _read_exported(t: Table) -> Exported:
         nr_devices=nr_devices, platforms=tuple(t.strings(_EXP_PLATFORMS)),
         ordered_effects=tuple(e.string(0) for e in t.tables(_EXP_ORDERED)),
         unordered_effects=tuple(e.string(0) for e in t.tables(_EXP_UNORDERED)),
-        disabled_safety_checks=tuple((c.scalar(_CHECK_KIND, "b", 0), c.string(_CHECK_TARGET))
-                                     for c in t.tables(_EXP_DISABLED)),
+        disabled_safety_checks=tuple(
+            DisabledSafetyCheck(c.scalar(_CHECK_KIND, "b", 0), c.string(_CHECK_TARGET))
+            for c in t.tables(_EXP_DISABLED)),
         mlir_module_serialized=t.bytes(_EXP_MODULE),
         calling_convention_version=t.scalar(_EXP_CC_VERSION, "H", 0),
         module_kept_var_idx=tuple(t.scalars(_EXP_KEPT, "H")),
