@@ -9,6 +9,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's GSPMD deprecation no
 import pytest  # noqa: E402
 
 import lamella.core as lc  # noqa: E402
+import lamella.lax  # noqa: E402, F401  (XLA's devices: lamella.core alone has the interpreter's)
 
 
 def pytest_collection_modifyitems(config, items):

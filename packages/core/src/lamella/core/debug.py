@@ -45,13 +45,15 @@ from lamella.core.rules import (
     primitive_jvps,
     primitive_transposes,
 )
+from lamella.core.sharding_view import visualize_array_sharding, visualize_sharding  # noqa: F401
 from lamella.core.source_info import _is_internal, user_frame
 from lamella.core.structural import stop_gradient
 from lamella.core.trace import Tracer, aval_of
 from lamella.core.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 __all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback", "debug_callback_p",
-           "debug_effect", "debug_print_p", "log", "ordered_debug_effect", "print"]
+           "debug_effect", "debug_print_p", "log", "ordered_debug_effect", "print",
+           "visualize_array_sharding", "visualize_sharding"]
 
 _builtin_print = print
 
