@@ -125,6 +125,13 @@ def test_out_of_range_python_ints_raise_where_jax_does_and_wrap_where_it_wraps()
     # ... while full and lax conversions wrap as NumPy's astype does (JAX's values).
     np.testing.assert_array_equal(lnp.full(2, 300, lnp.int8), [44, 44])
     np.testing.assert_array_equal(lnp.full(2, 2**63 + 5, lnp.uint64), [5, 5])
+    # An operand of a ufunc is an int32 argument in JAX: beyond it, OverflowError, even
+    # op by op (where the promoted dtype could hold it).
+    with lc.disable_jit():
+        for use in (lambda: lnp.ones(2, lnp.uint32) + _BIG,
+                    lambda: lnp.where(True, lnp.uint32(1), _BIG)):
+            with pytest.raises(OverflowError, match="int32"):
+                use()
 
 
 def test_uint64_values_under_x64():

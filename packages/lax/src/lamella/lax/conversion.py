@@ -40,10 +40,11 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
     Array(2, dtype=int32)
     """
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if type(operand) is int and not _fits_default_int(operand):
+    if type(operand) is int and not weak_type and not _fits_default_int(operand):
         # Python ints are unbounded: one beyond the default integer type (a valid uint32
         # above 2**31, or 2**70 for a float) converts on the host, wrapping as NumPy's
-        # astype does (as JAX), instead of first overflowing int32.
+        # astype does (as JAX), instead of first overflowing int32. A weakly typed
+        # operand (x + 2**40) still overflows, as JAX's does.
         return convert_element_type_p.bind(np.asarray(operand).astype(new_dtype),
                                            new_dtype=new_dtype, weak_type=weak_type)
     aval = aval_of(operand)

@@ -261,7 +261,9 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     a = asarray_internal(a)
     aval = aval_of(a)
     shape = aval.shape if shape is None else _shape_tuple(shape, "full_like")
-    fill = asarray_internal(fill_value)
+    # A Python int is converted straight to the dtype: it may be a valid value there
+    # (uint32 above 2**31) that int32, its own canonical dtype, cannot hold.
+    fill = fill_value if type(fill_value) is int else asarray_internal(fill_value)
     # A scalar fill takes a's weak type, as in JAX; an array fill is converted to a strong dtype.
     weak = dtype is None and aval.weak_type and ndim(fill) == 0
     dtype = aval.dtype if dtype is None else _dtype_or(dtype, aval.dtype, "full_like")

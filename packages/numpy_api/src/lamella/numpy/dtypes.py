@@ -242,7 +242,18 @@ def _user_stacklevel() -> int:
 
 # --- promotion helpers for lamella.numpy --------------------------------------------
 def _convert_all(args: tuple[Any, ...], to: np.dtype, weak: bool) -> list[Any]:
-    return [convert_element_type(_as_array(x), to, weak) for x in args]
+    return [convert_element_type(_as_array(_operand_int(x)), to, weak) for x in args]
+
+
+def _operand_int(x: Any) -> Any:
+    """A Python int operand must fit the default integer type, as in JAX (whose
+    jitted ufuncs take it as an int32 argument): `x + 2**40` is an OverflowError
+    rather than a silently wrapped value."""
+    if type(x) is int:
+        info = np.iinfo(core_dtypes.canonicalize_dtype(np.int64))
+        if not int(info.min) <= x <= int(info.max):
+            raise OverflowError(f"Python integer {x} out of bounds for {info.dtype.name}")
+    return x
 
 
 def promote_dtypes(*args: Any) -> list[Any]:

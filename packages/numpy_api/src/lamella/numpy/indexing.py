@@ -478,7 +478,9 @@ def _scatter(arr: Any, index: Any, values: Any, op: str, *, mode: Any,
     scatter_mode = GatherScatterMode.from_any(mode)
     x = arr if _is_traced_or_array(arr) else asarray_internal(arr)
     aval = aval_of(x)
-    values = convert_element_type(asarray_internal(values), aval.dtype, aval.weak_type)
+    # A Python int converts straight to the array's dtype (2**31 + 5 is a valid uint32).
+    values = convert_element_type(values if type(values) is int else asarray_internal(values),
+                                  aval.dtype, aval.weak_type)
     parsed = _parse(x, index, strict=False)
     plan = _plan(parsed)
     values = _broadcast_values(values, plan.out_shape)
