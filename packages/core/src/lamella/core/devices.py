@@ -214,10 +214,13 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Any,
                                          dtype: Any = None) -> Any:
     """One array of `shape` over `sharding` from each device's part (no copy).
 
-    >>> import numpy as np
-    >>> from lamella.core.sharding import NamedSharding, P, make_mesh
-    >>> s = NamedSharding(make_mesh((1,), ("x",)), P("x"))
-    >>> make_array_from_single_device_arrays((2,), s, [device_put(np.ones(2), devices()[0])])
+    (needs lamella.lax's runtime; run in packages/lax/tests/multidevice)
+
+    >>> import numpy as np  # doctest: +SKIP
+    >>> from lamella.core.sharding import NamedSharding, P, make_mesh  # doctest: +SKIP
+    >>> s = NamedSharding(make_mesh((1,), ("x",)), P("x"))  # doctest: +SKIP
+    >>> parts = [device_put(np.ones(2), devices()[0])]  # doctest: +SKIP
+    >>> make_array_from_single_device_arrays((2,), s, parts)  # doctest: +SKIP
     Array([1., 1.], dtype=float32)
     """
     return current_executor().assemble(tuple(shape), sharding, list(arrays))

@@ -1,13 +1,15 @@
 """`lamella.core.export` — JAX's `jax.export`: functions lowered to StableHLO, stored as
 bytes in JAX 0.10.2's format, and called again (in this process, another one, or JAX).
 
->>> import numpy as np
->>> import lamella.core as lc
->>> import lamella.lax as lax
->>> from lamella.core import export
->>> exp = export.export(lc.jit(lax.sin))(lc.ShapeDtypeStruct((2,), np.float32))
->>> blob = exp.serialize()
->>> export.deserialize(blob).call(np.zeros(2, np.float32))
+(needs lamella.lax to lower; tests/test_export.py runs it)
+
+>>> import numpy as np  # doctest: +SKIP
+>>> import lamella.core as lc  # doctest: +SKIP
+>>> import lamella.lax as lax  # doctest: +SKIP
+>>> from lamella.core import export  # doctest: +SKIP
+>>> exp = export.export(lc.jit(lax.sin))(lc.ShapeDtypeStruct((2,), np.float32))  # doctest: +SKIP
+>>> blob = exp.serialize()  # doctest: +SKIP
+>>> export.deserialize(blob).call(np.zeros(2, np.float32))  # doctest: +SKIP
 Array([0., 0.], dtype=float32)
 """
 

@@ -7,13 +7,15 @@ and referenced by index, as JAX does, and also in the older per-argument
 fields that earlier readers use. Custom pytree nodes need
 `register_pytree_node_serialization`.
 
->>> import numpy as np
->>> import lamella.core as lc
->>> import lamella.lax as lax
->>> from lamella.core.export import export
->>> exp = export(lc.jit(lax.neg))(np.float32(1.0))
->>> again = deserialize(serialize(exp))
->>> again.in_avals, again.call(np.float32(2.0))
+(needs lamella.lax to lower; tests/test_export.py runs it)
+
+>>> import numpy as np  # doctest: +SKIP
+>>> import lamella.core as lc  # doctest: +SKIP
+>>> import lamella.lax as lax  # doctest: +SKIP
+>>> from lamella.core.export import export  # doctest: +SKIP
+>>> exp = export(lc.jit(lax.neg))(np.float32(1.0))  # doctest: +SKIP
+>>> again = deserialize(serialize(exp))  # doctest: +SKIP
+>>> again.in_avals, again.call(np.float32(2.0))  # doctest: +SKIP
 ((ShapedArray(float32[]),), Array(-2., dtype=float32))
 """
 
