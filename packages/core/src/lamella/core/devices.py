@@ -24,6 +24,7 @@ import numpy as np
 from lamella.core.avals import ShapedArray
 from lamella.core.config import config
 from lamella.core.dispatch import HostDevice, current_executor
+from lamella.core.sharding import NamedSharding
 from lamella.core.trace import aval_of
 from lamella.core.tree_util import tree_map
 from lamella.core.util import clear_registered_caches
@@ -193,7 +194,6 @@ def make_array_from_callback(shape: Sequence[int], sharding: Any,
     >>> make_array_from_callback((2,), devices()[0], lambda index: np.ones(2)[index]).shape
     (2,)
     """
-    from lamella.core.sharding import NamedSharding
     shape = tuple(shape)
     if not isinstance(sharding, NamedSharding):
         index = tuple(slice(None) for _ in shape)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from lamella.core.devices import devices as _devices
+from lamella.core.dispatch import current_executor
 from lamella.core.primitive import Primitive
 
 __all__ = ["AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding",
@@ -249,7 +249,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
     if len(shape) != len(tuple(axis_names)):
         raise ValueError(f"make_mesh: {len(shape)} axis sizes {shape} for "
                          f"{len(tuple(axis_names))} axis names {tuple(axis_names)}")
-    available = list(devices) if devices is not None else _devices()
+    available = list(devices) if devices is not None else current_executor().devices(None)
     needed = math.prod(shape)
     if needed > len(available) or (devices is not None and needed != len(available)):
         raise ValueError(f"make_mesh: a mesh of shape {shape} needs {needed} devices, but "
@@ -485,8 +485,7 @@ sharding_constraint_p = Primitive("sharding_constraint")
 
 @sharding_constraint_p.def_impl
 def _constraint_impl(x: Any, *, sharding: NamedSharding) -> Any:
-    from lamella.core.devices import device_put
-    return device_put(x, sharding)
+    return current_executor().device_put(x, sharding)
 
 
 sharding_constraint_p.def_abstract_eval(lambda aval, *, sharding: aval)

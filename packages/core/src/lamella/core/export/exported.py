@@ -158,9 +158,7 @@ class Exported:
 
     def serialize(self, vjp_order: int = 0) -> bytearray:
         """The JAX-compatible bytes of this Exported (see `lamella.core.export.serialize`)."""
-        from lamella.core.export.serialization import serialize
-
-        return serialize(self, vjp_order=vjp_order)
+        return _operations["serialize"](self, vjp_order=vjp_order)
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Runs the exported function on ``args`` (arrays of the exported shapes and
@@ -169,9 +167,7 @@ class Exported:
         if tree != self.in_tree:
             raise TypeError(f"{self.fun_name} was exported for arguments of structure "
                             f"{self.in_tree}, but is called with {tree}")
-        from lamella.core.export.exporting import call_flat
-
-        return tree_unflatten(self.out_tree, call_flat(self, flat))
+        return tree_unflatten(self.out_tree, _operations["call_flat"](self, flat))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,6 +185,10 @@ class ExportBackend:
 
 
 _backends: list[ExportBackend] = []
+
+# serialization.py and exporting.py build on this module; they install the entry points
+# Exported's methods use ("serialize", "call_flat") when lamella.core.export is imported.
+_operations: dict[str, Callable] = {}
 
 
 def register_backend(backend: ExportBackend) -> None:

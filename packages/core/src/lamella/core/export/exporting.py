@@ -11,6 +11,7 @@ from lamella.core.export.exported import (
     DisabledSafetyCheck,
     Exported,
     _backend,
+    _operations,
     maximum_supported_calling_convention_version,
 )
 from lamella.core.jit import jit
@@ -120,3 +121,6 @@ def call_flat(exported: Exported, flat: Sequence[Any]) -> list[Any]:
 
     primal.defvjp(fwd, bwd)
     return primal(*flat)
+
+
+_operations["call_flat"] = call_flat

@@ -31,7 +31,12 @@ import numpy as np
 
 from lamella.core import dtypes
 from lamella.core.avals import ShapedArray
-from lamella.core.export.exported import DisabledSafetyCheck, Exported, symbolic_shape
+from lamella.core.export.exported import (
+    DisabledSafetyCheck,
+    Exported,
+    _operations,
+    symbolic_shape,
+)
 from lamella.core.export.flatbuffer import Builder, Table, root_table
 from lamella.core.tree_util import (
     PyTreeDef,
@@ -368,3 +373,6 @@ def _read_node(t: Table, leaves: Iterator[Any]) -> Any:
         deserialize_aux, from_children = _deserializers[name]
         return from_children(deserialize_aux(t.bytes(_TREE_CUSTOM_AUX)), children)
     raise ValueError(f"unknown pytree node kind {kind}")
+
+
+_operations["serialize"] = serialize
