@@ -60,13 +60,18 @@ def install_array_methods(methods: Mapping[str, Any]) -> None:
         setattr(Array, name, value)
 
 
+def _gather_shards(array: Array) -> np.ndarray:
+    # spmd.py builds on this module and installs its gather here when it is imported
+    # (lamella.lax.runtime imports it); until then no array spans several devices.
+    raise RuntimeError("a multi-device array needs lamella.lax.runtime.spmd")
+
+
 def host_value(array: Array) -> np.ndarray:
     """A read-only NumPy view of the array's data (a copy only where needed)."""
     if array.is_deleted():
         raise DeletedArrayError(deleted_message(array))
     if len(array._sharding._internal_device_list) != 1:
-        from lamella.lax.runtime.spmd import gather  # spmd builds on this module
-        return gather(array)
+        return _gather_shards(array)
     return array._single_device_array_to_np_array_did_copy()[0]
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from jaxlib import _jax
 from jaxlib import xla_client as xc
 
+from lamella.lax.runtime import arrays as _arrays
 from lamella.lax.runtime.arrays import (
     Array,
     DeletedArrayError,
@@ -328,3 +329,6 @@ install_array_methods({
     "addressable_data": lambda self, index: self if index == 0 and len(self._arrays) == 1
     else addressable_shards(self)[index].data,
 })
+
+
+_arrays._gather_shards = gather  # see arrays._gather_shards
