@@ -280,3 +280,11 @@ def test_check_grads_checks_and_fails_on_a_wrong_rule():
             check_grads(wrong, (x,), order=1, modes=("fwd",))
         close(lc.grad(lambda v: reduce_sum(P.sin(v), (0,)))(x),
               numerical_grad(lambda v: np.sum(np.sin(v)), x))
+
+
+def test_structural_primitives_refuse_negative_shapes():
+    from lamella.core.structural import reshape
+    with pytest.raises(TypeError, match=r"broadcast_in_dim: shape \(2, -1\) has a negative"):
+        lc.make_jaxpr(lambda x: broadcast_in_dim(x, (2, -1), ()))(np.float32(1.0))
+    with pytest.raises(TypeError, match="can't reshape"):
+        lc.make_jaxpr(lambda x: reshape(x, (-1, -2)))(np.ones(2, np.float32))

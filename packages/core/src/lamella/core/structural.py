@@ -93,6 +93,8 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
 
 @broadcast_in_dim_p.def_abstract_eval
 def _broadcast_in_dim_abstract_eval(x: ShapedArray, *, shape, broadcast_dimensions):
+    if any(d < 0 for d in shape):
+        raise _shape_error("broadcast_in_dim", f"shape {shape} has a negative dimension")
     if len(broadcast_dimensions) != x.ndim:
         raise _shape_error("broadcast_in_dim", f"broadcast_dimensions {broadcast_dimensions} "
                                                f"must have one entry per operand axis "
