@@ -292,7 +292,8 @@ class XlaExecutor(Executor):
         program = self.programs.get(key, (closed,))
         if program is None:
             lowered = lowered or lower_closed_jaxpr(closed, name=name,
-                                                    donated_invars=donated_invars)
+                                                    donated_invars=donated_invars,
+                                                    platform=_lowering_platform())
             program = CompiledProgram(lowered, compiler_options)
             self.programs.put(key, program, (closed,), _estimated_bytes(program))
         return program
@@ -316,7 +317,8 @@ class XlaExecutor(Executor):
         if where is not None:
             return spmd_executor.LoweredSpmd(self.programs, closed, name, donated_invars,
                                              compiler_options, where)
-        lowered = lower_closed_jaxpr(closed, name=name, donated_invars=donated_invars)
+        lowered = lower_closed_jaxpr(closed, name=name, donated_invars=donated_invars,
+                                     platform=_lowering_platform())
         return LoweredProgram(lowered, (closed, name, donated_invars, compiler_options), self)
 
     def fast_dispatch(self, jitted):
@@ -453,6 +455,14 @@ def _params_key(params: dict) -> Any:
         return None
 
 
+def _lowering_platform() -> str:
+    """The platform programs are lowered for: the default device's, so platform-specific
+    rules apply (pallas kernels become Triton calls on CUDA GPUs, whose jaxlib name is
+    "gpu")."""
+    platform = runtime.default_device().platform
+    return {"gpu": "cuda"}.get(platform, platform)
+
+
 def _primitive_program(primitive, avals: tuple, params: dict, params_key) -> CompiledProgram:
     owners = _jaxprs_in(params.values())
     key = (primitive, avals, _without_jaxprs(params_key) if owners else params_key,
@@ -463,7 +473,8 @@ def _primitive_program(primitive, avals: tuple, params: dict, params_key) -> Com
             out = primitive.bind(*xs, **params)
             return list(out) if primitive.multiple_results else [out]
         jaxpr, consts = trace_to_jaxpr(one_equation, avals)
-        lowered = lower_closed_jaxpr(ClosedJaxpr(jaxpr, consts), name=primitive.name)
+        lowered = lower_closed_jaxpr(ClosedJaxpr(jaxpr, consts), name=primitive.name,
+                                     platform=_lowering_platform())
         program = CompiledProgram(lowered)
         if params_key is not None:
             _primitive_programs.put(key, program, owners, _estimated_bytes(program))
