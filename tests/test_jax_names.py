@@ -72,7 +72,7 @@ LEFT_OUT: dict[str, dict[str, str]] = {
         # Submodules of `jax` that are separate lamella packages or modules.
         **dict.fromkeys(["lax", "numpy", "scipy", "nn", "random", "image", "ops", "core",
                          "interpreters", "experimental", "lib"], LAYERS),
-        **dict.fromkeys(["Shard", "smap", "distributed", "memory",
+        **dict.fromkeys(["Shard", "smap", "memory",
                          "auto_pcast", "remove_size_one_mesh_axis_from_type", "thread_guard",
                          "host_count", "host_id", "host_ids", "process_indices",
                          "make_array_from_process_local_data"], PARALLELISM),

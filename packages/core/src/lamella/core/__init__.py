@@ -16,6 +16,7 @@ from lamella.core import (
                                    checkify,
                                    custom_batching,
                                    debug,
+                                   distributed,
                                    dlpack,
                                    dtypes,
                                    errors,

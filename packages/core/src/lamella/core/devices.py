@@ -70,7 +70,9 @@ def local_devices(process_index: int | None = None, backend: str | None = None,
                   host_id: int | None = None) -> list[Any]:
     """The devices of this process (`process_index`, default this one)."""
     index = process_index if process_index is not None else host_id
-    return [d for d in devices(backend) if index is None or d.process_index == index]
+    if index is None:
+        index = current_executor().process_index()
+    return [d for d in devices(backend) if d.process_index == index]
 
 
 def device_count(backend: str | None = None) -> int:

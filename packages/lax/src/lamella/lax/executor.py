@@ -404,6 +404,11 @@ class XlaExecutor(Executor):
     def process_index(self) -> int:
         return runtime.process_index()
 
+    def distributed_runtime(self):
+        """The multi-process runtime (lamella.core.distributed drives it)."""
+        from lamella.lax.runtime import distributed
+        return distributed
+
     def assemble(self, shape, sharding, arrays):
         if not isinstance(sharding, NamedSharding):
             raise TypeError(f"make_array_from_single_device_arrays takes a NamedSharding, got "

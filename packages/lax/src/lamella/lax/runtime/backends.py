@@ -245,6 +245,17 @@ def set_num_cpu_devices(count: int) -> None:
     _num_cpu_devices = count
 
 
+_cpu_cluster: tuple[Any, int, int] | None = None  # distributed client, node id, node count
+
+
+def set_cpu_cluster(client: Any, node_id: int, num_nodes: int) -> None:
+    """Makes the CPU client (not started yet) one node of a multi-process program."""
+    global _cpu_cluster
+    if _backends_state is not None:
+        raise RuntimeError("the CPU backend already started for one process")
+    _cpu_cluster = (client, node_id, num_nodes)
+
+
 def _backends() -> _Backends:
     if _backends_state is not None:
         return _backends_state
@@ -261,8 +272,14 @@ def _create_backends() -> _Backends:
                 clients["cuda"] = cuda  # an accelerator, when present, is the default
             # The CPU client reads XLA_FLAGS (--xla_force_host_platform_device_count)
             # from the environment when it is created.
-            clients["cpu"] = (xc.make_cpu_client(num_devices=_num_cpu_devices)
-                              if _num_cpu_devices > 0 else xc.make_cpu_client())
+            options: dict[str, Any] = {}
+            if _num_cpu_devices > 0:
+                options["num_devices"] = _num_cpu_devices
+            if _cpu_cluster is not None:
+                client, node_id, num_nodes = _cpu_cluster
+                options.update(distributed_client=client, node_id=node_id, num_nodes=num_nodes,
+                               collectives=_jax.make_gloo_tcp_collectives(client))
+            clients["cpu"] = xc.make_cpu_client(**options)
             shardings = {
                 d: _jax.SingleDeviceSharding(d) for c in clients.values() for d in c.devices()
             }
@@ -338,12 +355,12 @@ def process_index() -> int:
 
 
 def default_device() -> Device:
-    """The device arrays and programs go to when none is named.
+    """The device arrays and programs go to when none is named: this process's first.
 
     >>> default_device() == devices()[0]
     True
     """
-    return _client(None).devices()[0]
+    return _client(None).local_devices()[0]
 
 
 def live_arrays(backend: str | None = None) -> list[Any]:
