@@ -3,6 +3,7 @@
 
 import os
 
+_SET_HERE = "LAMELLA_NUM_CPU_DEVICES" not in os.environ
 os.environ.setdefault("LAMELLA_NUM_CPU_DEVICES", "8")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's GSPMD deprecation notice
 
@@ -10,6 +11,10 @@ import pytest  # noqa: E402
 
 import lamella.core as lc  # noqa: E402
 import lamella.lax  # noqa: E402, F401  (XLA's devices: lamella.core alone has the interpreter's)
+
+lc.device_count()  # the backend starts now, with the count above
+if _SET_HERE:  # other tests' subprocesses choose their own device count
+    del os.environ["LAMELLA_NUM_CPU_DEVICES"]
 
 
 def pytest_collection_modifyitems(config, items):
