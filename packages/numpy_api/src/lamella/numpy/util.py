@@ -213,20 +213,22 @@ for _flag in config._traced:
         config.observe(_flag, _forget_compiled_calls)
 
 
+def _plain_operand(v: Any) -> bool:
+    kind = type(v)
+    if kind in _PLAIN_OPERANDS:
+        return True
+    if kind is int:
+        return _INT32_LOW <= v < _INT32_END
+    if (kind is np.ndarray or isinstance(v, np.generic)) and v.dtype in _HOST_DTYPES:
+        return True
+    # a sequence of Arrays (concatenate, stack)
+    return (kind is list or kind is tuple) and all(type(e) is _ARRAY for e in v)
+
+
 def _plain_operands(values: Any) -> bool:
     for v in values:
-        kind = type(v)
-        if kind in _PLAIN_OPERANDS:
-            continue
-        if kind is int:
-            if _INT32_LOW <= v < _INT32_END:
-                continue
+        if type(v) is not _ARRAY and not _plain_operand(v):
             return False
-        if (kind is np.ndarray or isinstance(v, np.generic)) and v.dtype in _HOST_DTYPES:
-            continue
-        if (kind is list or kind is tuple) and all(type(e) is _ARRAY for e in v):
-            continue  # a sequence of Arrays (concatenate, stack)
-        return False
     return True
 
 
@@ -279,22 +281,48 @@ def eager_fast(*static: str) -> Callable[[Callable], Callable]:
         names = list(inspect.signature(fun).parameters)
         positions = frozenset(names.index(n) for n in static)
         first_static = min(positions, default=len(names))
+        # Static parameters that all follow the operands split a call's positional
+        # arguments with one slice (the samplers: key, then shape, dtype, ...).
+        trailing = positions == frozenset(range(first_static, len(names)))
         static_names = frozenset(static)
 
+        # The checks run on every call, so the common cases come first and inline:
+        # Arrays, then the other plain types; a per-thread flag dict is nearly always
+        # empty. Anything unusual goes through the general checks.
         @functools.wraps(fun)
         def call(*args: Any, **kwargs: Any) -> Any:
-            if _trace_state.trace is _eval_trace and _plain_flags():
+            if _trace_state.trace is _eval_trace and (
+                    not _thread_flags.__dict__ or _plain_flags()):
                 if len(args) <= first_static:
-                    plain = _plain_operands(args)
-                else:
-                    plain = _plain_operands(
-                        [a for i, a in enumerate(args) if i not in positions]) and _hashable(
-                        [a for i, a in enumerate(args) if i in positions])
-                if plain and (not kwargs or _plain_keywords(kwargs, static_names)):
+                    for a in args:
+                        kind = type(a)
+                        if kind is _ARRAY or kind is float or (
+                                kind is int and _INT32_LOW <= a < _INT32_END):
+                            continue
+                        if not _plain_operand(a):
+                            break
+                    else:
+                        if not kwargs or _plain_keywords(kwargs, static_names):
+                            return compiled(*args, **kwargs)
+                elif _plain_split(args, positions, first_static, trailing) and (
+                        not kwargs or _plain_keywords(kwargs, static_names)):
                     return compiled(*args, **kwargs)
             return fun(*args, **kwargs)
         return call
     return decorate
+
+
+def _plain_split(args: tuple, positions: frozenset, first_static: int,
+                 trailing: bool) -> bool:
+    # Operands plain and static values hashable, for a call with static positionals.
+    if trailing:
+        try:
+            hash(args[first_static:])
+        except TypeError:
+            return False
+        return _plain_operands(args[:first_static])
+    return _plain_operands([a for i, a in enumerate(args) if i not in positions]) and _hashable(
+        [a for i, a in enumerate(args) if i in positions])
 
 
 def _hashable(values: list) -> bool:
