@@ -81,6 +81,21 @@ def test_exception_surfaces_with_the_callback_traceback():
         g(np.ones(3, F32))
 
 
+def test_exception_surfaces_from_the_fast_path_after_calls_that_succeeded():
+    def sometimes(x):
+        if x[0] < 0:
+            raise KeyError("negative")
+        return x
+    f = lc.jit(lambda x: lc.pure_callback(sometimes, vector, x) * 2.0)
+    for _ in range(3):  # the later calls run from C++
+        np.testing.assert_array_equal(f(np.ones(3, F32)), np.full(3, 2.0, F32))
+    for _ in range(2):
+        with pytest.raises(KeyError, match="negative") as info:
+            f(np.full(3, -1.0, F32))
+        assert any(entry.name == "sometimes" for entry in info.traceback)
+    np.testing.assert_array_equal(f(np.ones(3, F32)), np.full(3, 2.0, F32))
+
+
 @pytest.mark.parametrize("method", ["sequential", "sequential_unrolled", "expand_dims",
                                     "broadcast_all", "legacy_vectorized"])
 def test_vmap_methods_compiled(method):

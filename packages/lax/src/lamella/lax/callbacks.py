@@ -11,9 +11,14 @@ dtype or a short array as garbage). Callbacks with effects are marked
 `has_side_effect` so XLA keeps them; ordered ones take and return a
 `!stablehlo.token`, threaded through each function body in program order.
 
-An exception in a callback stops the program; `run_calling_host` raises that
-exception itself (with the callback's traceback) instead of XLA's wrapper. It
-also waits for the program, so the callbacks of one call have all run when it
+An exception in a callback stops the program, and XLA reports it as an
+`XlaRuntimeError` carrying its text. The callback's wrapper keeps the exception
+under a numbered note that travels in that text (so whichever thread ran the
+callback, and whenever the error surfaces); `raise_callback_error` finds the
+number and raises the exception itself, with the callback's traceback.
+`run_calling_host` (a program's first runs, from Python) and `surfacing_errors`
+(the C++ dispatcher of a jitted function whose programs call back) both do, and
+both wait for the program, so the callbacks of one call have all run when it
 returns and successive calls call back in order.
 
 >>> import numpy as np
@@ -25,6 +30,9 @@ Array(1., dtype=float32)
 
 from __future__ import annotations
 
+import itertools
+import re
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,23 +42,46 @@ from lamella.core import debug
 from lamella.core.callbacks import host_function, io_callback_p, pure_callback_p
 from lamella.core.effects import ordered_effects
 from lamella.lax.lowering import LoweringRuleContext, aval_to_ir_type, hlo, ir, register_lowering
-from lamella.lax.runtime import XlaRuntimeError
+from lamella.lax.runtime import XlaRuntimeError, pytree_registry
 
-__all__ = ["HostCallback", "emit_python_callback", "raise_callback_error", "run_calling_host"]
+__all__ = ["CallbackFailed", "HostCallback", "emit_python_callback", "raise_callback_error",
+           "run_calling_host", "surfacing_errors"]
 
 _TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback"}
+
+
+# Exceptions raised in callbacks, by number, until the error that carries the
+# number is raised; a few are kept for errors that nobody turns back (a caller that
+# catches XlaRuntimeError itself).
+_raised: dict[int, BaseException] = {}
+_KEPT = 64
+_numbers = itertools.count()
+_NOTE_PATTERN = re.compile(r"\[lamella host callback error #(\d+)\]")
+
+
+class CallbackFailed(Exception):
+    """Stands for a callback's exception on its way through XLA, whose error text is
+    this one's message: the exception's own traceback and its number."""
+
+
+def _kept(error: BaseException) -> CallbackFailed:
+    number = next(_numbers)
+    _raised[number] = error
+    if len(_raised) > _KEPT:
+        _raised.pop(min(_raised, default=number), None)
+    text = "".join(traceback.format_exception(error))
+    return CallbackFailed(f"{text}[lamella host callback error #{number}]")
 
 
 class HostCallback:
     """A callable as XLA calls it: drops the token argument and returns a token slot
     first when ordered, and keeps what it raised for `raise_callback_error`."""
 
-    __slots__ = ("function", "takes_token", "errors")
+    __slots__ = ("function", "takes_token")
 
     def __init__(self, function: Callable[..., Sequence[Any]], takes_token: bool):
         self.function = function
         self.takes_token = takes_token
-        self.errors: list[BaseException] = []
 
     def __call__(self, *args: Any) -> tuple:
         try:
@@ -58,8 +89,7 @@ class HostCallback:
                 return (None, *self.function(*args[1:]))
             return tuple(self.function(*args))
         except BaseException as error:
-            self.errors.append(error)
-            raise
+            raise _kept(error) from None
 
 
 def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Sequence[Any]],
@@ -93,27 +123,49 @@ def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Seque
     return results
 
 
-def raise_callback_error(host_callbacks: Sequence[Any], error: XlaRuntimeError) -> None:
-    """Raises what a callback of the program raised, if one did (else returns)."""
-    for callback in host_callbacks:
-        if isinstance(callback, HostCallback) and callback.errors:
-            raised = callback.errors.pop()
-            callback.errors.clear()
-            raise raised.with_traceback(raised.__traceback__) from None
+def raise_callback_error(error: Exception) -> None:
+    """Raises what a callback raised, if `error` reports one (else returns)."""
+    match = _NOTE_PATTERN.search(str(error))
+    raised = _raised.pop(int(match.group(1)), None) if match else None
+    if raised is not None:
+        raise raised.with_traceback(raised.__traceback__) from None
 
 
-def run_calling_host(executable: Callable[..., list], args: Sequence[Any],
-                     host_callbacks: Sequence[Any]) -> list:
+def _wait(outs: Sequence[Any]) -> None:
+    for out in outs:
+        wait = getattr(out, "block_until_ready", None)
+        if wait is not None:
+            wait()
+
+
+def run_calling_host(executable: Callable[..., list], args: Sequence[Any]) -> list:
     """Runs a program with host callbacks to completion; a callback's exception is
     raised as itself."""
     try:
         outs = executable(*args)
-        for out in outs:
-            out.block_until_ready()
+        _wait(outs)
     except XlaRuntimeError as error:
-        raise_callback_error(host_callbacks, error)
+        raise_callback_error(error)
         raise
     return outs
+
+
+def surfacing_errors(dispatcher: Callable[..., Any]) -> Callable[..., Any]:
+    """`dispatcher` (a C++ fast function whose programs call back), waiting for each
+    call's program and raising a callback's exception as itself."""
+    flatten = pytree_registry().flatten
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            out = dispatcher(*args, **kwargs)
+            _wait(flatten(out)[0])
+        except (XlaRuntimeError, ValueError) as error:  # C++ raises XLA's error as either
+            raise_callback_error(error)
+            raise
+        return out
+
+    call._clear_cache = dispatcher._clear_cache
+    return call
 
 
 # ---------------------------------------------------------------------------

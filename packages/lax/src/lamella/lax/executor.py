@@ -31,7 +31,7 @@ from lamella.core.sharding import NamedSharding, PartitionSpec, as_named
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import Tracer, aval_of, current_trace, eval_trace
 from lamella.lax import compilation_cache, debug_nans, runtime, spmd_executor
-from lamella.lax.callbacks import run_calling_host
+from lamella.lax.callbacks import run_calling_host, surfacing_errors
 from lamella.lax.lowering import LoweredModule, lower_closed_jaxpr
 from lamella.lax.tokens import AbstractToken, Token
 
@@ -162,8 +162,8 @@ class CompiledProgram:
             compiler_options=dict(compiler_options or ()),
             host_callbacks=lowered.host_callbacks,
             persistent_cache=compilation_cache.persistent_cache())
-        # Programs that call Python back run from Python (never the C++ fast path), so
-        # a callback's exception surfaces as itself.
+        # Programs that call Python back are waited for, and a callback's exception is
+        # raised as itself (see `XlaExecutor.fast_dispatch`).
         self.calls_host = bool(lowered.host_callbacks)
         self._float0_in = [i for i, a in enumerate(lowered.in_avals) if _is_float0(a)]
         self._float0_out = [i for i, a in enumerate(lowered.out_avals) if _is_float0(a)]
@@ -182,7 +182,7 @@ class CompiledProgram:
             for i in self._token_in:
                 args[i] = np.zeros(0, bool)
         if self.calls_host:
-            outs = run_calling_host(self.executable, args, self.lowered.host_callbacks)
+            outs = run_calling_host(self.executable, args)
         else:
             outs = self.executable(*args)
         for i in self._float0_out:
@@ -323,15 +323,44 @@ class XlaExecutor(Executor):
 
     def fast_dispatch(self, jitted):
         """A C++ dispatcher for a jit function: a call whose argument signature was
-        seen before runs without Python; the first one traces and compiles."""
-        def cache_miss(*args, **kwargs):
+        seen before runs without Python; the first one traces and compiles.
+
+        Once a program of the function calls Python back, every call goes through a
+        second C++ dispatcher, wrapped in Python to wait for the program and raise a
+        callback's exception as itself (C++ raises XLA's error): functions without
+        callbacks pay nothing for it, those with them a miss of the first dispatcher
+        and the wrapper, a few microseconds.
+        """
+        calling_host: list = []  # that second dispatcher, once needed
+
+        def dispatcher(cache_miss, cache_key):
+            # Keyed on the function and the jit options, so `jit(f)` made anew shares
+            # the compiled calls of an earlier `jit(f)`, as in JAX.
+            return runtime.make_fast_function(
+                jitted.name, cache_miss, jitted.static_argnums, jitted.static_argnames,
+                fun=jitted.fun, cache_key=cache_key, donates=jitted.donates)
+
+        def cache_miss_calling_host(*args, **kwargs):
             out, entry, flat = jitted.call_and_report(args, kwargs)
-            return out, self._fast_path(entry, flat, out)
-        # Keyed on the function and the jit options, so `jit(f)` made anew shares the
-        # compiled calls of an earlier `jit(f)`, as in JAX.
-        return runtime.make_fast_function(jitted.name, cache_miss, jitted.static_argnums,
-                                          jitted.static_argnames, fun=jitted.fun,
-                                          cache_key=jitted.options, donates=jitted.donates)
+            program = self._fast_program(entry, flat)
+            return out, None if program is None else self._fast_path_data(program, out)
+
+        def cache_miss(*args, **kwargs):
+            if calling_host:
+                return calling_host[0](*args, **kwargs), None
+            out, entry, flat = jitted.call_and_report(args, kwargs)
+            program = self._fast_program(entry, flat)
+            if program is None:
+                return out, None
+            if program.calls_host:
+                calling_host.append(surfacing_errors(dispatcher(
+                    cache_miss_calling_host, ("calls host", jitted.options))))
+                return out, None
+            return out, self._fast_path_data(program, out)
+
+        fast = dispatcher(cache_miss, jitted.options)
+        fast._calling_host = calling_host
+        return fast
 
     def wrap_jit(self, jitted):
         """What `jit` returns: the C++ dispatcher itself, with the AOT methods."""
@@ -340,6 +369,8 @@ class XlaExecutor(Executor):
         def clear_cache():
             jitted.clear_cache()
             fast._clear_cache()
+            for calling_host in fast._calling_host:
+                calling_host._clear_cache()
         for name in ("__module__", "__name__", "__qualname__", "__doc__"):
             if hasattr(jitted.fun, name):
                 setattr(fast, name, getattr(jitted.fun, name))
@@ -349,8 +380,9 @@ class XlaExecutor(Executor):
         fast.jit_function = jitted
         return fast
 
-    def _fast_path(self, entry, flat, out):
-        # Only top-level calls on concrete values whose program is plain XLA qualify.
+    def _fast_program(self, entry, flat) -> CompiledProgram | None:
+        """The program a call ran, if later calls like it may run from C++: only
+        top-level calls on concrete values whose program is plain XLA qualify."""
         if entry is None or entry.hoisted or current_trace() is not eval_trace \
                 or any(isinstance(x, Tracer) for x in flat):
             return None
@@ -360,9 +392,11 @@ class XlaExecutor(Executor):
             return None  # programs placed by their arguments run from Python
         program = self.programs.get((id(entry.closed), entry.donated, None,
                                      runtime.x64_enabled()), (entry.closed,))
-        if program is None or program.translates_float0 or program.calls_host \
-                or debug_nans.active():
+        if program is None or program.translates_float0 or debug_nans.active():
             return None
+        return program
+
+    def _fast_path_data(self, program: CompiledProgram, out):
         out_leaves, out_treedef = runtime.pytree_registry().flatten(out)
         if len(out_leaves) != len(program.executable.out_avals):
             return None
