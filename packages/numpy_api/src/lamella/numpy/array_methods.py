@@ -77,7 +77,7 @@ _lamella_numpy = None
 
 def _delegate(name: str):
     def method(self, *args, **kwargs):
-        return getattr(_numpy(), name)(self, *args, **kwargs)
+        return getattr(_lamella_numpy or _numpy(), name)(self, *args, **kwargs)
     method.__name__ = name
     method.__doc__ = f"Same as `lamella.numpy.{name}(self, ...)`."
     return method

@@ -43,8 +43,15 @@ STATIC_PARAMETERS: dict[str, tuple[str, ...]] = {
 }
 
 
+# dtypes canonical whatever enable_x64 says (the common case skips np.dtype()).
+_CANONICAL = frozenset({np.float32, np.float16, np.int32, np.uint32, np.dtype(np.float32),
+                        np.dtype(np.int32), np.dtype(np.uint32), np.dtype(np.float16)})
+
+
 def _canonical(dtype: Any) -> bool:
     try:
+        if dtype in _CANONICAL:
+            return True
         dt = np.dtype(dtype)
     except TypeError:
         return False
