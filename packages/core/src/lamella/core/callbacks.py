@@ -139,11 +139,29 @@ def host_function(callback: Callable[..., Sequence[Any]], result_avals: Sequence
                   kind: str) -> Callable[..., tuple[np.ndarray, ...]]:
     """What runs on the host: `callback` on copies of the arguments (a compiled
     program lends views of its buffers), results checked against `result_avals`."""
-    def call(*args: Any) -> tuple[np.ndarray, ...]:
-        outs = callback(*[np.array(a) for a in args])
-        return check_results(callback, outs, result_avals, kind)
-    call.callback = callback
-    return call
+    if not (isinstance(callback, FlatCallback) and callback._positional):
+        def call(*args: Any) -> tuple[np.ndarray, ...]:
+            outs = callback(*[np.array(a) for a in args])
+            return check_results(callback, outs, result_avals, kind)
+        call.callback = callback
+        return call
+    # The usual case, once per call of a compiled program: the user's function takes
+    # the arguments as they are and returns one array of the declared type, which is
+    # passed on after one inline check (anything else goes through check_results).
+    function = callback.callback_func
+    one = len(result_avals) == 1
+    shape = tuple(result_avals[0].shape) if one else None
+    dtype = result_avals[0].dtype if one else None
+
+    def call_positional(*args: Any) -> tuple[np.ndarray, ...]:
+        out = function(*[np.array(a) for a in args])
+        if type(out) is np.ndarray:
+            if one and out.dtype == dtype and out.shape == shape and out.flags.c_contiguous:
+                return (out,)
+            return check_results(callback, [out], result_avals, kind)
+        return check_results(callback, tree_leaves(out), result_avals, kind)
+    call_positional.callback = callback
+    return call_positional
 
 
 @dataclasses.dataclass(frozen=True)

@@ -44,7 +44,7 @@ from lamella.core.effects import ordered_effects
 from lamella.lax.lowering import LoweringRuleContext, aval_to_ir_type, hlo, ir, register_lowering
 from lamella.lax.runtime import XlaRuntimeError, pytree_registry
 
-__all__ = ["CallbackFailed", "HostCallback", "emit_python_callback", "raise_callback_error",
+__all__ = ["CallbackFailed", "called_by_xla", "emit_python_callback", "raise_callback_error",
            "run_calling_host", "surfacing_errors"]
 
 _TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback"}
@@ -73,23 +73,24 @@ def _kept(error: BaseException) -> CallbackFailed:
     return CallbackFailed(f"{text}[lamella host callback error #{number}]")
 
 
-class HostCallback:
-    """A callable as XLA calls it: drops the token argument and returns a token slot
-    first when ordered, and keeps what it raised for `raise_callback_error`."""
-
-    __slots__ = ("function", "takes_token")
-
-    def __init__(self, function: Callable[..., Sequence[Any]], takes_token: bool):
-        self.function = function
-        self.takes_token = takes_token
-
-    def __call__(self, *args: Any) -> tuple:
-        try:
-            if self.takes_token:
-                return (None, *self.function(*args[1:]))
-            return tuple(self.function(*args))
-        except BaseException as error:
-            raise _kept(error) from None
+def called_by_xla(function: Callable[..., tuple], takes_token: bool) -> Callable[..., tuple]:
+    """`function` as XLA calls it: without the token argument, and with a token slot
+    first among the results when ordered; what it raises is kept for
+    `raise_callback_error`."""
+    if takes_token:
+        def call(_token: Any, *args: Any) -> tuple:
+            try:
+                return (None, *function(*args))
+            except BaseException as error:
+                raise _kept(error) from None
+    else:
+        def call(*args: Any) -> tuple:
+            try:
+                return function(*args)
+            except BaseException as error:
+                raise _kept(error) from None
+    call.function = function
+    return call
 
 
 def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Sequence[Any]],
@@ -111,7 +112,7 @@ def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Seque
         operands.insert(0, token)
         result_types.insert(0, hlo.TokenType.get())
     index = len(module.host_callbacks)
-    module.host_callbacks.append(HostCallback(function, ordered))
+    module.host_callbacks.append(called_by_xla(function, ordered))
     call = hlo.CustomCallOp(
         result_types, operands, call_target_name=target, has_side_effect=has_side_effect,
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
