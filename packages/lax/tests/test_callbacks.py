@@ -94,6 +94,11 @@ def test_exception_surfaces_from_the_fast_path_after_calls_that_succeeded():
             f(np.full(3, -1.0, F32))
         assert any(entry.name == "sometimes" for entry in info.traceback)
     np.testing.assert_array_equal(f(np.ones(3, F32)), np.full(3, 2.0, F32))
+    # Traced through the same dispatchers: inlined in another jit, and under grad.
+    np.testing.assert_array_equal(lc.jit(lambda x: f(x) + 1.0)(np.ones(3, F32)),
+                                  np.full(3, 3.0, F32))
+    with pytest.raises(ValueError, match="Pure callbacks do not support JVP"):
+        lc.grad(lambda x: f(x).sum())(np.ones(3, F32))
 
 
 @pytest.mark.parametrize("method", ["sequential", "sequential_unrolled", "expand_dims",

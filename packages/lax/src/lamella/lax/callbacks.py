@@ -37,12 +37,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from jaxlib import _jax
 
 from lamella.core import debug
 from lamella.core.callbacks import host_function, io_callback_p, pure_callback_p
 from lamella.core.effects import ordered_effects
 from lamella.lax.lowering import LoweringRuleContext, aval_to_ir_type, hlo, ir, register_lowering
-from lamella.lax.runtime import XlaRuntimeError, pytree_registry
+from lamella.lax.runtime import Array, XlaRuntimeError, pytree_registry
 
 __all__ = ["CallbackFailed", "called_by_xla", "emit_python_callback", "raise_callback_error",
            "run_calling_host", "surfacing_errors"]
@@ -139,6 +140,9 @@ def _wait(outs: Sequence[Any]) -> None:
             wait()
 
 
+_wait_all = _jax.batched_block_until_ready
+
+
 def run_calling_host(executable: Callable[..., list], args: Sequence[Any]) -> list:
     """Runs a program with host callbacks to completion; a callback's exception is
     raised as itself."""
@@ -159,7 +163,9 @@ def surfacing_errors(dispatcher: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             out = dispatcher(*args, **kwargs)
-            _wait(flatten(out)[0])
+            leaves = flatten(out)[0]
+            if leaves and type(leaves[0]) is Array:  # else tracers: nothing ran
+                _wait_all(leaves)
         except (XlaRuntimeError, ValueError) as error:  # C++ raises XLA's error as either
             raise_callback_error(error)
             raise
