@@ -163,9 +163,12 @@ def surfacing_errors(dispatcher: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             out = dispatcher(*args, **kwargs)
-            leaves = flatten(out)[0]
-            if leaves and type(leaves[0]) is Array:  # else tracers: nothing ran
-                _wait_all(leaves)
+            if type(out) is Array:  # one result, the usual case: no flattening
+                _wait_all([out])
+            else:
+                leaves = flatten(out)[0]
+                if leaves and type(leaves[0]) is Array:  # else tracers: nothing ran
+                    _wait_all(leaves)
         except (XlaRuntimeError, ValueError) as error:  # C++ raises XLA's error as either
             raise_callback_error(error)
             raise
