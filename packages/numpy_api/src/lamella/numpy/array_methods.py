@@ -16,6 +16,7 @@ Tracers carry the same methods; those that need data (`item`, `tolist`,
 from __future__ import annotations
 
 import importlib
+import types
 from typing import Any
 
 import numpy as np
@@ -285,6 +286,13 @@ def operator_methods() -> dict[str, Any]:
 
 def install() -> None:
     methods = {**operator_methods(), **numpy_methods()}
+    # lamella.numpy's functions are all defined by now: a plain function becomes the
+    # method itself (`x.sum(axis=0)` is `sum(x, axis=0)`), saving a forwarding frame
+    # per call, as the operators do.
+    for name in _DELEGATED:
+        function = getattr(_numpy(), name)
+        if type(function) is types.FunctionType:
+            methods[name] = function
     runtime.install_array_methods({**methods, **array_protocols()})
     for name, method in {**methods, **tracer_protocols()}.items():
         setattr(Tracer, name, method)

@@ -302,7 +302,9 @@ def eager_fast(*static: str) -> Callable[[Callable], Callable]:
                         if not _plain_operand(a):
                             break
                     else:
-                        if not kwargs or _plain_keywords(kwargs, static_names):
+                        if not kwargs:
+                            return compiled(*args)
+                        if _plain_keywords(kwargs, static_names):
                             return compiled(*args, **kwargs)
                 elif _plain_split(args, positions, first_static, trailing) and (
                         not kwargs or _plain_keywords(kwargs, static_names)):
