@@ -26,7 +26,7 @@ from lamella.core.config import config
 from lamella.core.dispatch import HostDevice, current_executor
 from lamella.core.sharding import NamedSharding
 from lamella.core.trace import aval_of
-from lamella.core.tree_util import tree_map
+from lamella.core.tree_util import tree_leaves, tree_map
 from lamella.core.util import clear_registered_caches
 
 
@@ -151,11 +151,13 @@ def block_until_ready(x: Any) -> Any:
     Returns:
       `x`, once every array in it is computed.
     """
-    def wait(leaf):
+    wait = getattr(x, "block_until_ready", None)
+    if wait is not None:  # one array, the common case: no tree walk
+        wait()
+        return x
+    for leaf in tree_leaves(x):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
-        return leaf
-    tree_map(wait, x)
     return x
 
 
