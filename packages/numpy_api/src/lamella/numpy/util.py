@@ -310,7 +310,24 @@ def eager_fast(*static: str) -> Callable[[Callable], Callable]:
                         not kwargs or _plain_keywords(kwargs, static_names)):
                     return compiled(*args, **kwargs)
             return fun(*args, **kwargs)
-        return call
+
+        if static:
+            return call
+
+        # No static parameters (every ufunc, matmul, where): the shortest path for
+        # positional operands that are Arrays, floats or int32-range ints.
+        @functools.wraps(fun)
+        def call_operands(*args: Any, **kwargs: Any) -> Any:
+            if not kwargs and _trace_state.trace is _eval_trace and not _thread_flags.__dict__:
+                for a in args:
+                    kind = type(a)
+                    if not (kind is _ARRAY or kind is float or (
+                            kind is int and _INT32_LOW <= a < _INT32_END)):
+                        break
+                else:
+                    return compiled(*args)
+            return call(*args, **kwargs)
+        return call_operands
     return decorate
 
 
