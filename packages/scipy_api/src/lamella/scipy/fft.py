@@ -6,7 +6,7 @@ and `norm='forward'` follow SciPy, with SciPy's orthogonalized 'ortho' scaling.
 
 >>> import numpy as np
 >>> dct(np.float32([1, 2, 3, 4])).round(4)
-Array([20.    , -6.3086,  0.    , -0.4483], dtype=float32)
+Array([20.        , -6.3086    ,  0.        , -0.44829997], dtype=float32)
 """
 
 from __future__ import annotations
