@@ -92,9 +92,15 @@ def test_direct_binds_of_lax_primitives_validate_in_their_abstract_eval():
 
 
 def test_lowering_never_hands_mlir_a_negative_dimension():
-    # The last line of defence for a primitive whose abstract eval misses one: core's
-    # broadcast_in_dim primitive, bound directly, checks only the operand's axes.
+    # Core's broadcast_in_dim primitive, bound directly, is caught by its abstract eval;
+    # the lowering is the last line of defence for a primitive whose abstract eval
+    # would miss one.
+    from lamella.core import ShapedArray
     from lamella.core.structural import broadcast_in_dim
+    from lamella.lax.lowering import aval_to_ir_type
+    from lamella.lax.mlir_context import make_context
 
-    with pytest.raises(TypeError, match=r"shape \(-1,\).*>= 0"):
+    with pytest.raises(TypeError, match=r"broadcast_in_dim: shape \(-1,\) has a negative"):
         lc.jit(lambda: broadcast_in_dim(np.float32(0), (-1,), ()))()
+    with make_context(), pytest.raises(TypeError, match=r"shape \(-1,\).*>= 0"):
+        aval_to_ir_type(ShapedArray((-1,), np.dtype(np.float32)))
