@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+from jaxlib import _jax
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo, func
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -328,8 +329,19 @@ class LoweredModule:
         self.donated_invars = tuple(donated_invars)
         self.host_callbacks = list(host_callbacks)
 
-    def as_text(self, debug_info: bool = False) -> str:
-        return mlir_context.module_to_string(self.module, debug_info=debug_info)
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        """The module as StableHLO text (the default) or as XLA's HLO text."""
+        if dialect in (None, "stablehlo"):
+            return mlir_context.module_to_string(self.module, debug_info=debug_info)
+        return self.compiler_ir(dialect).as_hlo_text()
+
+    def compiler_ir(self, dialect: str | None = None) -> Any:
+        """The module itself (StableHLO), or XLA's computation of it (`dialect="hlo"`)."""
+        if dialect in (None, "stablehlo"):
+            return self.module
+        if dialect == "hlo":
+            return _jax.mlir.mlir_module_to_xla_computation(self.as_text())
+        raise ValueError(f"Unknown dialect {dialect!r}: 'stablehlo' or 'hlo'")
 
 
 class _Contexts(threading.local):

@@ -244,17 +244,10 @@ class LoweredSpmd:
         self._key = (cache, closed, name, donated, options, the_plan)
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
-        if dialect in (None, "stablehlo"):
-            return self.lowered.as_text(debug_info=debug_info)
-        return self.compiler_ir(dialect).as_hlo_text()
+        return self.lowered.as_text(dialect, debug_info=debug_info)
 
     def compiler_ir(self, dialect: str | None = None) -> Any:
-        if dialect in (None, "stablehlo"):
-            return self.lowered.module
-        if dialect == "hlo":
-            from jaxlib import _jax
-            return _jax.mlir.mlir_module_to_xla_computation(self.lowered.as_text())
-        raise ValueError(f"Unknown dialect {dialect!r}: 'stablehlo' or 'hlo'")
+        return self.lowered.compiler_ir(dialect)
 
     def compile(self, compiler_options: tuple | None = None) -> SpmdProgram:
         cache, closed, name, donated, options, the_plan = self._key
