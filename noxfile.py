@@ -2,6 +2,8 @@
 only), all tests, lint, bench and demo. Lower layers are installed from their
 folders in the same command, never by name from the index."""
 
+import os
+
 import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -21,6 +23,14 @@ LAYERS = {
 }
 
 
+def hypothesis_seed() -> list[str]:
+    """nox (and so CI) draws hypothesis examples from a fixed seed, so that a run
+    passes or fails the same way on every clone; LAMELLA_HYPOTHESIS_SEED picks
+    another seed, or "random" to explore as a plain pytest run does."""
+    seed = os.environ.get("LAMELLA_HYPOTHESIS_SEED", "0")
+    return [] if seed == "random" else [f"--hypothesis-seed={seed}"]
+
+
 def install_layers(session: nox.Session, package: str) -> None:
     folders = []
     for layer in LAYERS[package]:
@@ -31,10 +41,10 @@ def install_layers(session: nox.Session, package: str) -> None:
 def run_package_tests(session: nox.Session, package: str) -> None:
     session.run("pytest", f"packages/{package}/tests", "--doctest-modules",
                 f"packages/{package}/src", "--rootdir", f"packages/{package}", "-n", "auto", "-q",
-                *session.posargs)
+                *hypothesis_seed(), *session.posargs)
     if package == "lax":  # 8 CPU devices must be set before lamella starts: a run of its own
         session.run("pytest", "packages/lax/tests/multidevice", "--rootdir", "packages/lax",
-                    "-n", "auto", "-q", *session.posargs)
+                    "-n", "auto", "-q", *hypothesis_seed(), *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -96,7 +106,7 @@ def tests(session: nox.Session) -> None:
     session.install(*folders, *TEST_DEPS, *DEMO_DEPS)  # tests/ runs the demo's training
     for package in LAYERS:
         run_package_tests(session, package)
-    session.run("pytest", "tests", "-n", "auto", "-q", *session.posargs)
+    session.run("pytest", "tests", "-n", "auto", "-q", *hypothesis_seed(), *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -100,6 +100,22 @@ def _gamma_like(name, a_index=0):
     return refs
 
 
+def _beta_pdf(x, a, b):
+    """SciPy's beta.pdf, except where Boost's ibeta_derivative raises OverflowError
+    rather than underflow (x = 2.2e-308, a = b = 50): there exp(logpdf), which is 0."""
+    try:
+        return ss.beta.pdf(x, a, b)
+    except OverflowError:
+        pass
+    out = np.empty(np.broadcast_shapes(np.shape(x), np.shape(a), np.shape(b)))
+    for i, args in enumerate(zip(*np.broadcast_arrays(x, a, b))):
+        try:
+            out.flat[i] = ss.beta.pdf(*args)
+        except OverflowError:
+            out.flat[i] = np.exp(ss.beta.logpdf(*args))
+    return out
+
+
 def _not_underflowing(name, f64_floor=None):
     """float32 holds P and Q (and their logs stay finite) only above 1e-37. For
     beta, float64 is held to 1e-100: below, lamella.scipy.special.betainc's
@@ -164,7 +180,7 @@ SPECS = [
          lambda w, p, f64: w,
          {"logpdf": (512, 512), "pdf": (512, 512), "cdf": (2048, 16384),
           "sf": (2048, 16384), "logcdf": (256, 256), "logsf": (256, 256)},
-         _gamma_like("beta"), _not_underflowing("beta", f64_floor=1e-100)),
+         {**_gamma_like("beta"), "pdf": _beta_pdf}, _not_underflowing("beta", f64_floor=1e-100)),
     # In float64 the allowance is SciPy's own error, which grows as eps a**2 and as the
     # inverse width of [a, z] or [z, b] (66 ulps at logsf(-4.508, -5, -4.5), where
     # lamella is within 1 ulp of mpmath); test_stats_tails.py holds lamella to mpmath.
