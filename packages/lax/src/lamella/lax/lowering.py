@@ -202,6 +202,8 @@ class ModuleContext:
     lowering_parameters: LoweringParameters = field(default_factory=lambda: LoweringParameters())
     # Inside shard_map's manual region: the Mesh whose axes collectives name.
     axis_context: Any = None
+    # (source line, primitive name) -> its ir.Location: equations of one line share it.
+    locations: dict[tuple[Any, str], ir.Location] = field(default_factory=dict)
 
     def unique_name(self, base: str) -> str:
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "fn"
@@ -230,12 +232,18 @@ class LoweringRuleContext:
         return self.module_context.platform
 
 
-def _location(eqn) -> ir.Location:
-    info = eqn.source_info
-    if info is None:
-        return ir.Location.name(eqn.primitive.name)
-    name = f"{info.name_stack}/{eqn.primitive.name}" if info.name_stack else eqn.primitive.name
-    return ir.Location.name(name, childLoc=ir.Location.file(info.filename, info.lineno, 0))
+def _location(ctx: ModuleContext, eqn) -> ir.Location:
+    info, primitive = eqn.source_info, eqn.primitive.name
+    location = ctx.locations.get((info, primitive))
+    if location is None:
+        if info is None:
+            location = ir.Location.name(primitive)
+        else:
+            name = f"{info.name_stack}/{primitive}" if info.name_stack else primitive
+            location = ir.Location.name(
+                name, childLoc=ir.Location.file(info.filename, info.lineno, 0))
+        ctx.locations[(info, primitive)] = location
+    return location
 
 
 def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
@@ -250,13 +258,17 @@ def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
         return env[v]
 
     overrides = ctx.lowering_parameters.override_lowering_rules or ()
+    platform, rules = ctx.platform, {}
     for eqn in jaxpr.eqns:
-        rule = _rule_for(eqn.primitive, ctx.platform, overrides)
-        rule_ctx = LoweringRuleContext(ctx, eqn.primitive, [v.aval for v in eqn.invars],
+        primitive = eqn.primitive
+        rule = rules.get(primitive)
+        if rule is None:
+            rule = rules[primitive] = _rule_for(primitive, platform, overrides)
+        rule_ctx = LoweringRuleContext(ctx, primitive, [v.aval for v in eqn.invars],
                                        [v.aval for v in eqn.outvars])
-        with _location(eqn):
+        with _location(ctx, eqn):
             outs = rule(rule_ctx, *map(read, eqn.invars), **eqn.params)
-        outs = ir_tree_registry.flatten(outs)[0]
+        outs = ir_tree_registry.leaves(outs)
         if len(outs) != len(eqn.outvars):
             raise ValueError(f"lowering rule for '{eqn.primitive.name}' returned {len(outs)} "
                              f"values for {len(eqn.outvars)} outputs")
@@ -527,6 +539,17 @@ class IrTreeRegistry:
             children, aux = node[0](x)
             return (type(x), aux, [walk(c) for c in children])
         return leaves, walk(xs)
+
+    def leaves(self, xs: Any) -> list:
+        """The leaves of `xs` alone; a flat list or tuple of values (what nearly every
+        rule returns) is taken as it is."""
+        if type(xs) is list or type(xs) is tuple:
+            nodes = self._nodes
+            for x in xs:
+                if type(x) in nodes:
+                    return self.flatten(xs)[0]
+            return list(xs)
+        return self.flatten(xs)[0]
 
     def unflatten(self, structure: Any, leaves: Sequence[Any]) -> Any:
         """The nesting `structure` with its leaves taken from `leaves` in order."""
