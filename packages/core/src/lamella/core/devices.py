@@ -192,7 +192,8 @@ def make_array_from_callback(shape: Sequence[int], sharding: Any,
                              data_callback: Callable[[Any], Any],
                              dtype: Any = None) -> Any:
     """An array of `shape` laid out as `sharding` says, each device's part being
-    `data_callback(index)` for the index (a tuple of slices) of that part.
+    `data_callback(index)` for the index (a tuple of slices) of that part; with several
+    processes, the callback is called for this process's devices only.
 
     >>> import numpy as np
     >>> make_array_from_callback((2,), devices()[0], lambda index: np.ones(2)[index]).shape
@@ -207,7 +208,8 @@ def make_array_from_callback(shape: Sequence[int], sharding: Any,
                              f"{data.shape} for the index {index} of an array of shape {shape}")
         device = getattr(sharding, "_device", sharding)
         return current_executor().device_put(data, device)
-    parts = sharding.devices_indices_map(shape)
+    # Over several processes' devices each process builds only its own parts.
+    parts = sharding.addressable_devices_indices_map(shape)
     pieces = [device_put(np.asarray(data_callback(index), dtype=dtype), device)
               for device, index in parts.items()]
     return make_array_from_single_device_arrays(shape, sharding, pieces)

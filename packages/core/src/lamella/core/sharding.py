@@ -278,11 +278,14 @@ class Sharding(abc.ABC):
 
     @property
     def is_fully_addressable(self) -> bool:
-        return True
+        """Whether every device is this process's (always, with one process)."""
+        return len(self.addressable_devices) == len(self.device_set)
 
     @property
     def addressable_devices(self) -> set[Any]:
-        return self.device_set
+        """The devices of this process (another process of the program has the rest)."""
+        here = current_executor().process_index()
+        return {d for d in self.device_set if d.process_index == here}
 
     @property
     @abc.abstractmethod
@@ -295,7 +298,10 @@ class Sharding(abc.ABC):
 
     def addressable_devices_indices_map(self, global_shape: Sequence[int]
                                         ) -> dict[Any, tuple[slice, ...]]:
-        return self.devices_indices_map(global_shape)
+        """`devices_indices_map` for this process's devices only."""
+        here = current_executor().process_index()
+        return {d: index for d, index in self.devices_indices_map(global_shape).items()
+                if d.process_index == here}
 
     def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
         """The shape of the part one device holds."""

@@ -51,13 +51,23 @@ def _parameter_layouts(jaxpr: Jaxpr) -> dict[int, NamedSharding]:
     return layouts
 
 
-def _analysis(closed: ClosedJaxpr) -> tuple[tuple[Mesh, ...], dict[int, NamedSharding]]:
+def _result_layouts(jaxpr: Jaxpr) -> dict[int, NamedSharding]:
+    """Results made by a sharding constraint (what jit's out_shardings make): that layout
+    is the result's, not whatever propagation would give it."""
+    made_by = {id(eqn.outvars[0]): eqn.params["sharding"] for eqn in jaxpr.eqns
+               if eqn.primitive is sharding_constraint_p}
+    return {i: made_by[id(v)] for i, v in enumerate(jaxpr.outvars) if id(v) in made_by}
+
+
+def _analysis(closed: ClosedJaxpr
+              ) -> tuple[tuple[Mesh, ...], dict[int, NamedSharding], dict[int, NamedSharding]]:
     entry = _meshes_of.get(id(closed))
     if entry is not None and entry[0]() is closed:
         return entry[1]
     found: list = []
     _walk(closed.jaxpr, found)
-    result = (tuple(dict.fromkeys(found)), _parameter_layouts(closed.jaxpr))
+    result = (tuple(dict.fromkeys(found)), _parameter_layouts(closed.jaxpr),
+              _result_layouts(closed.jaxpr))
 
     key = id(closed)
 
@@ -76,10 +86,12 @@ class Plan:
     """Where a call runs: the devices (partition order), a mesh over them, and each
     argument's layout."""
 
-    def __init__(self, devices: tuple, mesh: Mesh | None, in_shardings: list):
+    def __init__(self, devices: tuple, mesh: Mesh | None, in_shardings: list,
+                 out_layouts: dict[int, NamedSharding] | None = None):
         self.devices = devices
         self.mesh = mesh
         self.in_shardings = in_shardings
+        self.out_layouts = out_layouts or {}
         self.key = (devices, tuple(str(s._hlo_sharding) for s in in_shardings))
 
 
@@ -135,7 +147,7 @@ def plan(closed: ClosedJaxpr, args: list) -> Plan | None:
                 devices, named.hlo_sharding_text(len(aval.shape)), named))
         else:
             in_shardings.append(replicated)
-    return Plan(devices, mesh, in_shardings)
+    return Plan(devices, mesh, in_shardings, _analysis(closed)[2])
 
 
 def annotate(lowered: LoweredModule, plan: Plan) -> None:
@@ -152,6 +164,16 @@ def annotate(lowered: LoweredModule, plan: Plan) -> None:
         for d, s in zip(attrs, plan.in_shardings):
             d["mhlo.sharding"] = ir.StringAttr.get(str(s._hlo_sharding))
         main.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in attrs])
+        results = main.type.results
+        if plan.out_layouts and len(results) == len(lowered.out_avals):
+            if "res_attrs" in main.attributes:
+                out_attrs = [{a.name: a.attr for a in d} for d in map(ir.DictAttr, main.res_attrs)]
+            else:
+                out_attrs = [{} for _ in results]
+            for i, named in plan.out_layouts.items():
+                out_attrs[i]["mhlo.sharding"] = ir.StringAttr.get(
+                    named.hlo_sharding_text(len(lowered.out_avals[i].shape)))
+            main.res_attrs = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in out_attrs])
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(32), len(plan.devices))
 

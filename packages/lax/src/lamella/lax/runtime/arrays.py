@@ -95,6 +95,9 @@ def _array_repr(self: Array) -> str:
     dtype_str = f"dtype={self.dtype.name}{weak})"
     if self.is_deleted():
         return f"{prefix}<deleted>, shape={self.shape}, {dtype_str}"
+    sharding = self._sharding
+    if not (sharding.is_fully_addressable or sharding.is_fully_replicated):
+        return f"{prefix}shape={self.shape}, {dtype_str}"  # other processes hold parts
     width = np.get_printoptions()["linewidth"]
     if self.size == 0:
         data = f"[], shape={self.shape}"

@@ -11,6 +11,11 @@ list, and HloSharding device numbers are those positions. jaxlib kills the
 process when a buffer sits on a device other than the one its partition runs
 on, so every argument is checked (and placed) in Python first.
 
+In a program of several processes (`lamella.core.distributed`) a sharding may
+span other processes' devices: an array over it holds only this process's
+(addressable) parts, every process runs the same program on its own parts,
+and a value no local part covers can't be read here.
+
 >>> import numpy as np
 >>> from lamella.lax.runtime.backends import devices
 >>> one = mesh_sharding(tuple(devices()[:1]), "{replicated}")
@@ -65,9 +70,30 @@ for _name, _value in {
     "num_devices": property(lambda self: len(self._devices)),
     "device_set": property(lambda self: set(self._devices)),
     "is_fully_replicated": property(lambda self: self._hlo_sharding.is_replicated()),
-    "is_fully_addressable": property(lambda self: True),
+    "is_fully_addressable": property(lambda self: self._internal_device_list.is_fully_addressable),
 }.items():
     setattr(_jax.GSPMDSharding, _name, _value)
+
+
+def _local_positions(sharding: Any) -> list[int]:
+    """The positions (in the sharding's device list) of this process's devices."""
+    devices = sharding._internal_device_list
+    if devices.is_fully_addressable:
+        return list(range(len(devices)))
+    local = set(devices.addressable_device_list)
+    return [i for i, d in enumerate(devices) if d in local]
+
+
+def _index_key(index: tuple[slice, ...]) -> tuple:
+    return tuple((s.start, s.stop) for s in index)
+
+
+def _not_addressable(what: str) -> RuntimeError:
+    return RuntimeError(
+        f"{what} for an Array that spans non-addressable (non process local) devices is not "
+        "possible: this process holds only some of its parts. Use "
+        "lamella.core.multihost_utils.process_allgather to gather the global array, or "
+        ".addressable_shards to inspect this process's parts.")
 
 _shardings: dict[tuple, MeshSharding] = {}
 
@@ -122,7 +148,9 @@ def replica_ids(hlo: Any, num_devices: int) -> list[int]:
 def put_sharded(x: Any, sharding: MeshSharding, weak_type: bool = False) -> Array:
     """Host data (or an Array) laid out over `sharding`'s devices (a copy).
 
-    The shape must split evenly; each device gets its part.
+    The shape must split evenly; each device gets its part. Over a sharding that spans
+    other processes, only this process's devices get theirs (every process passes the
+    same value, as in JAX).
     """
     if isinstance(x, Array):
         if x.is_deleted():
@@ -137,8 +165,8 @@ def put_sharded(x: Any, sharding: MeshSharding, weak_type: bool = False) -> Arra
     # Each part is copied onto its device now (one device_put each): jaxlib's multi-device
     # put would alias the caller's NumPy memory where it is aligned, so a later write
     # to it would show through, and such a buffer could never be donated.
-    parts = [device_put(np.ascontiguousarray(host[index]), device)
-             for index, device in zip(indices, devices)]
+    parts = [device_put(np.ascontiguousarray(host[indices[i]]), devices[i])
+             for i in _local_positions(sharding)]
     return Array(aval, sharding, parts, True, _skip_checks=True)
 
 
@@ -147,15 +175,19 @@ def gather(x: Array) -> np.ndarray:
     if x.is_deleted():
         raise DeletedArrayError(deleted_message(x))
     arrays = x._arrays
-    if len(arrays) == 1:
-        return arrays[0]._single_device_array_to_np_array_did_copy()[0]
     sharding = x._sharding
+    if len(arrays) == 1 and len(sharding._internal_device_list) == 1:
+        return arrays[0]._single_device_array_to_np_array_did_copy()[0]
     shape = x.aval.shape
-    if sharding.is_fully_replicated:
+    if sharding.is_fully_replicated and arrays:
         return np.asarray(arrays[0])
+    indices = shard_indices(sharding._hlo_sharding, shape, len(sharding._internal_device_list))
+    local = [indices[i] for i in _local_positions(sharding)]
+    if len(local) < len(indices) and (
+            {_index_key(i) for i in local} != {_index_key(i) for i in indices}):
+        raise _not_addressable("Fetching the value")
     out = np.empty(shape, x.aval.dtype)
-    indices = shard_indices(sharding._hlo_sharding, shape, len(arrays))
-    for array, index in zip(arrays, indices):
+    for array, index in zip(arrays, local):
         out[index] = np.asarray(array)
     out.flags.writeable = False
     return out
@@ -170,35 +202,49 @@ class Shard(NamedTuple):
     data: Array
 
 
-def addressable_shards(x: Array) -> list[Shard]:
-    """Each device's part of `x`, in the order of its sharding's devices."""
+def _shards(x: Array, everywhere: bool) -> list[Shard]:
     if x.is_deleted():
         raise DeletedArrayError(deleted_message(x))
-    arrays = x._arrays
     sharding = x._sharding
+    devices = sharding._internal_device_list
     if isinstance(sharding, _jax.GSPMDSharding):
         hlo = sharding._hlo_sharding
-        indices = shard_indices(hlo, x.aval.shape, len(arrays))
-        replicas = replica_ids(hlo, len(arrays))
+        indices = shard_indices(hlo, x.aval.shape, len(devices))
+        replicas = replica_ids(hlo, len(devices))
     else:
         indices = [tuple(slice(None) for _ in x.aval.shape)]
         replicas = [0]
-    shards = []
-    for a, index, replica in zip(arrays, indices, replicas):
-        device = a._sharding._internal_device_list[0]
-        shape = tuple(len(range(*s.indices(n))) for s, n in zip(index, x.aval.shape))
+    data: list[Any] = [None] * len(devices)
+    for position, a in zip(_local_positions(sharding), x._arrays):
+        shape = tuple(len(range(*s.indices(n))) for s, n in zip(indices[position],
+                                                                x.aval.shape))
         aval = make_aval(shape, x.aval.dtype, x.aval.weak_type)  # jaxlib's pieces have none
-        data = Array(aval, sharding_for(device), [a], True, _skip_checks=True)
-        shards.append(Shard(device, index, replica, data))
-    return shards
+        device = a._sharding._internal_device_list[0]
+        data[position] = Array(aval, sharding_for(device), [a], True, _skip_checks=True)
+    return [Shard(d, index, replica, part)
+            for d, index, replica, part in zip(devices, indices, replicas, data)
+            if everywhere or part is not None]
+
+
+def addressable_shards(x: Array) -> list[Shard]:
+    """Each of this process's devices' part of `x`, in the order of its sharding's devices."""
+    return _shards(x, everywhere=False)
+
+
+def global_shards(x: Array) -> list[Shard]:
+    """Every device's part of `x`; another process's parts have `data` None."""
+    return _shards(x, everywhere=True)
 
 
 def assemble(shape: Sequence[int], sharding: MeshSharding, arrays: Sequence[Array]) -> Array:
-    """One Array over `sharding` from one single-device Array per device (no copy)."""
-    devices = tuple(sharding._devices)
+    """One Array over `sharding` from one single-device Array per device of this process
+    (every device, unless the sharding spans other processes' devices); no copy."""
+    positions = _local_positions(sharding)
+    devices = tuple(sharding._devices[i] for i in positions)
     if len(arrays) != len(devices):
+        where = "" if len(positions) == len(sharding._devices) else " of this process"
         raise ValueError(f"make_array_from_single_device_arrays: {len(arrays)} arrays for a "
-                         f"sharding over {len(devices)} devices")
+                         f"sharding over {len(devices)} devices{where}")
     by_device = {}
     for a in arrays:
         if not isinstance(a, Array) or len(a._arrays) != 1:
@@ -209,7 +255,8 @@ def assemble(shape: Sequence[int], sharding: MeshSharding, arrays: Sequence[Arra
         raise ValueError("make_array_from_single_device_arrays: the arrays are on "
                          f"{sorted(map(str, by_device))}, the sharding's devices are "
                          f"{sorted(map(str, devices))}")
-    indices = shard_indices(sharding._hlo_sharding, shape, len(devices))
+    every = shard_indices(sharding._hlo_sharding, shape, len(sharding._devices))
+    indices = [every[i] for i in positions]
     ordered = [by_device[d] for d in devices]
     dtype = ordered[0].aval.dtype
     for d, a, index in zip(devices, ordered, indices):
@@ -220,6 +267,17 @@ def assemble(shape: Sequence[int], sharding: MeshSharding, arrays: Sequence[Arra
                              f"{describe(expected, dtype)} there")
     aval = make_aval(tuple(shape), dtype, False)
     return Array(aval, sharding, ordered, True, _skip_checks=True)
+
+
+def _propagated_results(module: Any) -> list[bool]:
+    """For each result of `module`'s main: whether XLA chooses its layout (no
+    `mhlo.sharding` of its own)."""
+    from lamella.lax import mlir_context
+    main = mlir_context.main_function(module)
+    count = len(main.type.results)
+    if "res_attrs" not in main.attributes or count == 0:
+        return [True]
+    return ["mhlo.sharding" not in {a.name for a in attrs} for attrs in main.res_attrs]
 
 
 class SpmdExecutable:
@@ -243,8 +301,10 @@ class SpmdExecutable:
         options.num_replicas = 1
         options.num_partitions = len(devices)
         options.executable_build_options.use_spmd_partitioning = True
-        # Unannotated outputs keep the layout propagation gives them (not replicated).
-        options.executable_build_options.allow_spmd_sharding_propagation_to_output = [True]
+        # Unannotated outputs keep the layout propagation gives them (not replicated);
+        # annotated ones (jit's out_shardings) keep their annotation.
+        options.executable_build_options.allow_spmd_sharding_propagation_to_output = \
+            _propagated_results(module)
         if compiler_options:
             options.env_option_overrides = [
                 (str(k), v if isinstance(v, (bool, int, float)) else str(v))
@@ -290,6 +350,12 @@ class SpmdExecutable:
                 raise TypeError(f"argument {i} of {self.name}: expected {describe(shape, dtype)}, "
                                 f"got {describe(a.aval.shape, a.aval.dtype)}")
             current = a._sharding
+            if not current.is_fully_addressable and current != sharding:
+                raise ValueError(
+                    f"argument {i} of {self.name} is laid out as {current} over several "
+                    f"processes' devices, but the program takes it as {sharding}; an array "
+                    "spanning other processes can't be moved between layouts outside a "
+                    "program: reshard it inside jit (with_sharding_constraint)")
             if len(self.devices) == 1 and tuple(current._internal_device_list) == self.devices:
                 return Array(a.aval, sharding, [a], True, _skip_checks=True)
             if current is sharding or (
@@ -297,6 +363,14 @@ class SpmdExecutable:
                     and tuple(current._devices) == self.devices
                     and current._hlo_sharding == sharding._hlo_sharding):
                 return a
+        elif not (sharding.is_fully_addressable or sharding.is_fully_replicated):
+            # As in JAX: each process would pass its own host value, which can't be told
+            # apart from the global value every process is meant to pass.
+            raise ValueError(
+                f"argument {i} of {self.name}: host data ({describe(*self.in_specs[i])}) can't "
+                "be split over several processes' devices by jit: pass a replicated sharding, "
+                "or make a global array first with make_array_from_process_local_data (each "
+                "process's own data) or make_array_from_callback (the same data everywhere)")
         return put_sharded(a, sharding)
 
     def as_text(self) -> str:
@@ -323,10 +397,11 @@ def named_candidates(axis_names: Sequence[str], ndim: int) -> list[tuple]:
 install_array_methods({
     "sharding": property(lambda self: getattr(self._sharding, "named", None) or self._sharding),
     "addressable_shards": property(addressable_shards),
-    "global_shards": property(addressable_shards),
+    "global_shards": property(global_shards),
     "is_fully_replicated": property(lambda self: self._sharding.is_fully_replicated),
-    "is_fully_addressable": property(lambda self: True),
-    "addressable_data": lambda self, index: self if index == 0 and len(self._arrays) == 1
+    "is_fully_addressable": property(lambda self: self._sharding.is_fully_addressable),
+    "addressable_data": lambda self, index: self
+    if index == 0 and len(self._sharding._internal_device_list) == 1
     else addressable_shards(self)[index].data,
 })
 
