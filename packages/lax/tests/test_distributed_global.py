@@ -1,8 +1,9 @@
 """Many processes as one program, on loopback: global arrays over every process's devices
 (make_array_from_process_local_data / _callback, addressable shards, the error for reading
-another process's data), a psum in shard_map over the global mesh, data-parallel training
-steps by jit with in/out shardings, multihost_utils, and failures (a killed process, an
-unreachable coordinator) ending in clear errors within their timeouts.
+another process's data, device_put to another layout), a psum in shard_map over the
+global mesh, data-parallel training steps by jit with in/out shardings, multihost_utils,
+and failures (a killed process, an unreachable coordinator) ending in clear errors within
+their timeouts.
 
 Each process is a subprocess of the test (free port, bounded by a timeout) and does little:
 XLA compiles dominate, and the machine may have 2 cores. Results are checked against NumPy
@@ -57,6 +58,8 @@ for read in (np.asarray, str):
         read(x)
     except RuntimeError as err:
         report.setdefault("read_errors", []).append(str(err))
+# device_put to another layout moves the parts between processes (a compiled program).
+report["replicated"] = np.asarray(lc.device_put(x, replicated)).tolist()
 try:
     lc.make_array_from_process_local_data(batch, x_all[:rows // count + 1], (rows, 3))
 except ValueError as err:
@@ -199,6 +202,7 @@ def _check_program(count: int, devices_per_process: int, timeout: float) -> None
         np.testing.assert_allclose(r["w"], ref["w"], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(r["b"], ref["b"], rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(np.array(r["callback"], np.float32), ref["x"])
+        np.testing.assert_array_equal(np.array(r["replicated"], np.float32), ref["x"])
         assert r["stacked"] == list(range(count))
         assert r["tiled"] == [p for p in range(count) for _ in range(2)]
         assert r["broadcast"] == [0, 1]

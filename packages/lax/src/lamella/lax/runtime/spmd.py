@@ -125,7 +125,7 @@ def shard_indices(hlo: Any, shape: Sequence[int], num_devices: int) -> list[tupl
     tiled = dims[:len(shape)]
     out: list[tuple[slice, ...]] = [full] * num_devices
     for flat, position in enumerate(hlo.tile_assignment_devices()):
-        coords = np.unravel_index(flat, dims)[:len(shape)]
+        coords = [int(c) for c in np.unravel_index(flat, dims)[:len(shape)]]
         out[position] = tuple(
             slice(None) if t == 1 else slice(c * (n // t), (c + 1) * (n // t))
             for c, t, n in zip(coords, tiled, shape))
@@ -155,6 +155,9 @@ def put_sharded(x: Any, sharding: MeshSharding, weak_type: bool = False) -> Arra
     if isinstance(x, Array):
         if x.is_deleted():
             raise DeletedArrayError(deleted_message(x))
+        if not x._sharding.is_fully_addressable and isinstance(x._sharding, _jax.GSPMDSharding) \
+                and tuple(x._sharding._devices) == tuple(sharding._devices):
+            return reshard(x, sharding)  # its value isn't all here: the devices move it
         weak_type = x.aval.weak_type
         x = gather(x)
     host, weak = _host_array(x, weak_type)
@@ -168,6 +171,35 @@ def put_sharded(x: Any, sharding: MeshSharding, weak_type: bool = False) -> Arra
     parts = [device_put(np.ascontiguousarray(host[indices[i]]), devices[i])
              for i in _local_positions(sharding)]
     return Array(aval, sharding, parts, True, _skip_checks=True)
+
+
+_reshard_programs: dict[tuple, Any] = {}
+
+
+def reshard(x: Array, sharding: MeshSharding) -> Array:
+    """`x` (an Array over `sharding`'s devices) laid out as `sharding` says, by a program
+    XLA compiles for the move: every process runs it on its own parts, so this works for
+    arrays spanning other processes' devices."""
+    from lamella.lax import mlir_context
+    devices = tuple(sharding._devices)
+    aval = x.aval
+    source = str(x._sharding._hlo_sharding)
+    key = (aval.shape, aval.dtype, aval.weak_type, devices, source, str(sharding._hlo_sharding),
+           sharding.named)
+    program = _reshard_programs.get(key)
+    if program is None:
+        with mlir_context.make_context():
+            t = str(mlir_context.tensor_type(aval.shape, aval.dtype))
+        module = mlir_context.parse_module(
+            f'func.func public @main(%x: {t} {{mhlo.sharding = "{source}"}}) -> '
+            f'({t} {{mhlo.sharding = "{sharding._hlo_sharding}"}}) {{ return %x : {t} }}')
+        program = SpmdExecutable(module, devices, [x._sharding], "reshard",
+                                 [(aval.shape, aval.dtype)], [aval],
+                                 lambda hlo, ndim: sharding.named)
+        if len(_reshard_programs) >= 256:
+            _reshard_programs.pop(next(iter(_reshard_programs)))
+        _reshard_programs[key] = program
+    return program(x)[0]
 
 
 def gather(x: Array) -> np.ndarray:
