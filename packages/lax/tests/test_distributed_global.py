@@ -275,3 +275,13 @@ def test_multihost_utils_of_one_process():
     assert isinstance(out["x"], np.ndarray) and out["s"] == 1.5
     multihost_utils.assert_equal(x)
     multihost_utils.sync_global_devices("one")
+
+
+def test_process_numbers_of_one_process():
+    assert lc.process_indices() == [0]
+    with pytest.warns(UserWarning, match="old name of process_index"):
+        assert lc.host_id() == 0
+    with pytest.warns(UserWarning, match="old name of process_count"):
+        assert lc.host_count() == 1
+    with pytest.warns(UserWarning, match="old name of process_indices"):
+        assert lc.host_ids() == [0]

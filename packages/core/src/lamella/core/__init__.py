@@ -132,7 +132,13 @@ from lamella.core.jaxpr_builders import DropVar, gensym, jaxprs_in_params, new_j
 from lamella.core.jaxpr_views import jaxpr_graph, jaxpr_svg
 from lamella.core.jit import JitFunction, jit, jit_p
 from lamella.core.make_jaxpr import eval_shape, make_jaxpr
-from lamella.core.multihost_utils import make_array_from_process_local_data
+from lamella.core.multihost_utils import (
+                                   host_count,
+                                   host_id,
+                                   host_ids,
+                                   make_array_from_process_local_data,
+                                   process_indices,
+)
 from lamella.core.parallel import pmap, shard_map
 from lamella.core.primitive import Primitive
 from lamella.core.sharding import NamedSharding, P, make_mesh, reshard, set_mesh

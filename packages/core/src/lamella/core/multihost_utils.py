@@ -14,6 +14,7 @@ array(3., dtype=float32)
 
 from __future__ import annotations
 
+import warnings
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -32,8 +33,45 @@ from lamella.core.jit import jit
 from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec, Sharding, as_named
 from lamella.core.tree_util import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["assert_equal", "broadcast_one_to_all", "make_array_from_process_local_data",
-           "process_allgather", "sync_global_devices"]
+__all__ = ["assert_equal", "broadcast_one_to_all", "host_count", "host_id", "host_ids",
+           "make_array_from_process_local_data", "process_allgather", "process_indices",
+           "sync_global_devices"]
+
+
+# ---------------------------------------------------------------------------
+# The processes of the program.
+
+
+def process_indices(backend: str | None = None) -> list[int]:
+    """The numbers of the program's processes: `[0, ..., process_count() - 1]`.
+
+    >>> process_indices()
+    [0]
+    """
+    return list(range(process_count(backend)))
+
+
+def _renamed(old: str, new: str) -> None:
+    # A UserWarning, shown by default, as JAX's.
+    warnings.warn(f"{old} is an old name of {new}; call {new} instead", stacklevel=3)
+
+
+def host_id(backend: str | None = None) -> int:
+    """JAX's old name of `process_index` (warns)."""
+    _renamed("host_id", "process_index")
+    return process_index(backend)
+
+
+def host_count(backend: str | None = None) -> int:
+    """JAX's old name of `process_count` (warns)."""
+    _renamed("host_count", "process_count")
+    return process_count(backend)
+
+
+def host_ids(backend: str | None = None) -> list[int]:
+    """JAX's old name of `process_indices` (warns)."""
+    _renamed("host_ids", "process_indices")
+    return process_indices(backend)
 
 
 # ---------------------------------------------------------------------------
