@@ -60,6 +60,10 @@ for read in (np.asarray, str):
         report.setdefault("read_errors", []).append(str(err))
 # device_put to another layout moves the parts between processes (a compiled program).
 report["replicated"] = np.asarray(lc.device_put(x, replicated)).tolist()
+try:  # ... but not onto other devices: those would need every process's parts
+    lc.device_put(x, NamedSharding(make_mesh((1,), ("x",)), P()))
+except ValueError as err:
+    report["move_error"] = str(err)
 try:
     lc.make_array_from_process_local_data(batch, x_all[:rows // count + 1], (rows, 3))
 except ValueError as err:
@@ -203,6 +207,7 @@ def _check_program(count: int, devices_per_process: int, timeout: float) -> None
         np.testing.assert_allclose(r["b"], ref["b"], rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(np.array(r["callback"], np.float32), ref["x"])
         np.testing.assert_array_equal(np.array(r["replicated"], np.float32), ref["x"])
+        assert "only be laid out anew over the same devices" in r["move_error"]
         assert r["stacked"] == list(range(count))
         assert r["tiled"] == [p for p in range(count) for _ in range(2)]
         assert r["broadcast"] == [0, 1]

@@ -6,6 +6,7 @@ array's shards each name their own device and part."""
 import numpy as np
 
 import lamella.core as lc
+import lamella.numpy as jnp
 from lamella.core.sharding import NamedSharding, P, make_mesh
 
 MESH = make_mesh((8,), ("x",))
@@ -13,7 +14,7 @@ ROWS, REPLICATED = NamedSharding(MESH, P("x")), NamedSharding(MESH, P())
 
 
 def _identity(x):
-    return x, x * 2
+    return x, jnp.multiply(x, 2)
 
 
 def test_out_shardings_are_kept_where_propagation_would_choose_another():
@@ -33,3 +34,13 @@ def test_shards_name_their_device_and_part():
         assert shard.device == lc.devices()[i] and shard.index == (slice(2 * i, 2 * i + 2),)
         np.testing.assert_array_equal(np.asarray(shard.data), [2 * i, 2 * i + 1])
     assert [s.index for s in x.global_shards] == [s.index for s in x.addressable_shards]
+
+
+def test_a_call_keeps_the_mesh_of_its_arguments():
+    # The same devices and tiling under two meshes: the plan (cached per argument layout)
+    # must not hand one mesh's axis names to the other's results.
+    other = NamedSharding(make_mesh((8,), ("y",)), P("y"))
+    double = lc.jit(lambda v: jnp.multiply(v, 2))
+    for sharding in (ROWS, other, ROWS):
+        out = double(lc.device_put(np.arange(16.0, dtype=np.float32), sharding))
+        assert out.sharding == sharding

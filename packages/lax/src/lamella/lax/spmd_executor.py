@@ -60,14 +60,17 @@ def _result_layouts(jaxpr: Jaxpr) -> dict[int, NamedSharding]:
 
 
 def _analysis(closed: ClosedJaxpr
-              ) -> tuple[tuple[Mesh, ...], dict[int, NamedSharding], dict[int, NamedSharding]]:
+              ) -> tuple[tuple[Mesh, ...], dict[int, NamedSharding], dict[int, NamedSharding],
+                         dict]:
+    """What the jaxpr says about devices (meshes, parameter and result layouts), and a
+    dict of the plans made for it so far; both live as long as `closed`."""
     entry = _meshes_of.get(id(closed))
     if entry is not None and entry[0]() is closed:
         return entry[1]
     found: list = []
     _walk(closed.jaxpr, found)
     result = (tuple(dict.fromkeys(found)), _parameter_layouts(closed.jaxpr),
-              _result_layouts(closed.jaxpr))
+              _result_layouts(closed.jaxpr), {})
 
     key = id(closed)
 
@@ -92,7 +95,8 @@ class Plan:
         self.mesh = mesh
         self.in_shardings = in_shardings
         self.out_layouts = out_layouts or {}
-        self.key = (devices, tuple(str(s._hlo_sharding) for s in in_shardings))
+        # The mesh names the results' axes: programs over other meshes aren't shared.
+        self.key = (devices, mesh, tuple(str(s._hlo_sharding) for s in in_shardings))
 
 
 def _describe(i: int, a: Any) -> str:
@@ -100,8 +104,28 @@ def _describe(i: int, a: Any) -> str:
     return f"argument {i} with shape {a.aval.str_short()} and with device ids {ids}"
 
 
+_MAX_PLANS = 64  # per jaxpr: one per combination of argument layouts seen
+
+
 def plan(closed: ClosedJaxpr, args: list) -> Plan | None:
-    """The devices a call runs on, or None for the default device alone."""
+    """The devices a call runs on, or None for the default device alone (cached per
+    jaxpr and argument layouts: the plan depends on nothing else)."""
+    plans = _analysis(closed)[3]
+    # Equal jaxlib shardings may carry different user shardings (meshes with other axis
+    # names): those are told apart by identity (the key holds them alive).
+    key = tuple((a._sharding, id(getattr(a._sharding, "named", None)), a._committed)
+                if type(a) is runtime.Array else None for a in args)
+    try:
+        return plans[key]
+    except KeyError:
+        pass
+    made = _plan(closed, args)
+    if len(plans) < _MAX_PLANS:
+        plans[key] = made
+    return made
+
+
+def _plan(closed: ClosedJaxpr, args: list) -> Plan | None:
     meshes = list(meshes_in(closed))
     spread: list = []
     committed: list = []

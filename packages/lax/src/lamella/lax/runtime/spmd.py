@@ -155,9 +155,14 @@ def put_sharded(x: Any, sharding: MeshSharding, weak_type: bool = False) -> Arra
     if isinstance(x, Array):
         if x.is_deleted():
             raise DeletedArrayError(deleted_message(x))
-        if not x._sharding.is_fully_addressable and isinstance(x._sharding, _jax.GSPMDSharding) \
-                and tuple(x._sharding._devices) == tuple(sharding._devices):
-            return reshard(x, sharding)  # its value isn't all here: the devices move it
+        if not x._sharding.is_fully_addressable:  # its value isn't all here: devices move it
+            if not isinstance(x._sharding, _jax.GSPMDSharding) or (
+                    tuple(x._sharding._devices) != tuple(sharding._devices)):
+                raise ValueError(
+                    "an Array spanning other processes' devices can only be laid out anew over "
+                    f"the same devices: it is on {list(x._sharding._internal_device_list)}, "
+                    f"the new layout on {list(sharding._devices)}")
+            return reshard(x, sharding)
         weak_type = x.aval.weak_type
         x = gather(x)
     host, weak = _host_array(x, weak_type)
@@ -382,16 +387,11 @@ class SpmdExecutable:
                 raise TypeError(f"argument {i} of {self.name}: expected {describe(shape, dtype)}, "
                                 f"got {describe(a.aval.shape, a.aval.dtype)}")
             current = a._sharding
-            if not current.is_fully_addressable and current != sharding:
-                raise ValueError(
-                    f"argument {i} of {self.name} is laid out as {current} over several "
-                    f"processes' devices, but the program takes it as {sharding}; an array "
-                    "spanning other processes can't be moved between layouts outside a "
-                    "program: reshard it inside jit (with_sharding_constraint)")
+            if current is sharding:
+                return a
             if len(self.devices) == 1 and tuple(current._internal_device_list) == self.devices:
                 return Array(a.aval, sharding, [a], True, _skip_checks=True)
-            if current is sharding or (
-                    isinstance(current, _jax.GSPMDSharding)
+            if (isinstance(current, _jax.GSPMDSharding)
                     and tuple(current._devices) == self.devices
                     and current._hlo_sharding == sharding._hlo_sharding):
                 return a
