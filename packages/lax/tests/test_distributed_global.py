@@ -255,6 +255,89 @@ def test_an_unreachable_coordinator_fails_within_the_timeout():
     assert state == "False 1"  # still usable as a single process
 
 
+# make_array_from_process_local_data on 2 processes x 2 devices, a (2, 2) mesh of them
+# ("grid": process p's devices are row p; "swapped": its transpose): the global shape and,
+# per process, each shard's local device, index and first value, as JAX 0.10.2 gives them
+# (None: JAX raises ValueError). Process p's local data is arange + 100 * p.
+_LAYOUTS_FROM_JAX = {
+    ("grid", ("a",), (2, 4), None): [
+        ((4, 4), [(0, "0:2,:", 0.0), (1, "0:2,:", 0.0)]),
+        ((4, 4), [(0, "2:4,:", 100.0), (1, "2:4,:", 100.0)])],
+    ("grid", ("b",), (4, 4), None): [
+        ((4, 4), [(0, "0:2,:", 0.0), (1, "2:4,:", 8.0)]),
+        ((4, 4), [(0, "0:2,:", 100.0), (1, "2:4,:", 108.0)])],
+    ("grid", (None, "a"), (4, 2), None): [
+        ((4, 4), [(0, ":,0:2", 0.0), (1, ":,0:2", 0.0)]),
+        ((4, 4), [(0, ":,2:4", 100.0), (1, ":,2:4", 100.0)])],
+    ("swapped", ("a",), (2, 4), None): [
+        ((2, 4), [(0, "0:1,:", 0.0), (1, "1:2,:", 4.0)]),
+        ((2, 4), [(0, "0:1,:", 100.0), (1, "1:2,:", 104.0)])],
+    ("swapped", (("b", "a"),), (2, 4), None): [
+        ((4, 4), [(0, "0:1,:", 0.0), (1, "1:2,:", 4.0)]),
+        ((4, 4), [(0, "2:3,:", 100.0), (1, "3:4,:", 104.0)])],
+    ("grid", ("b", "a"), (2, 2), None): [
+        ((2, 4), [(0, "0:1,0:2", 0.0), (1, "1:2,0:2", 2.0)]),
+        ((2, 4), [(0, "0:1,2:4", 100.0), (1, "1:2,2:4", 102.0)])],
+    ("grid", (("a", "b"),), (4, 4), (4, 4)): [
+        ((4, 4), [(0, "0:1,:", 0.0), (1, "1:2,:", 4.0)]),
+        ((4, 4), [(0, "2:3,:", 108.0), (1, "3:4,:", 112.0)])],
+    ("swapped", ("b",), (2, 4), (4, 4)): [
+        ((4, 4), [(0, "0:2,:", 0.0), (1, "0:2,:", 0.0)]),
+        ((4, 4), [(0, "2:4,:", 100.0), (1, "2:4,:", 100.0)])],
+    ("swapped", (), (2, 4), (4, 4)): [
+        None,
+        None],
+}
+
+_LAYOUTS = """
+import ast, json, sys
+import numpy as np
+import lamella.core as lc, lamella.lax
+from lamella.core.sharding import Mesh, NamedSharding, P
+
+address, count, pid, cases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+lc.distributed.initialize(address, count, pid, initialization_timeout=60)
+grid = np.array(lc.devices(), dtype=object).reshape(2, 2)
+out = []
+for kind, spec, local_shape, global_shape in ast.literal_eval(cases):
+    mesh = Mesh(grid if kind == "grid" else grid.T, ("a", "b"))
+    data = np.arange(np.prod(local_shape), dtype=np.float32).reshape(local_shape) + 100 * pid
+    try:
+        x = lc.make_array_from_process_local_data(NamedSharding(mesh, P(*spec)), data,
+                                                  global_shape)
+    except ValueError:
+        out.append(None)
+        continue
+    shards = []
+    for s in x.addressable_shards:
+        index = ",".join(":" if i.start is None else f"{i.start}:{i.stop}" for i in s.index)
+        part = np.asarray(s.data)
+        assert part.shape == np.empty(x.shape)[s.index].shape
+        shards.append([lc.local_devices().index(s.device), index, float(part.flat[0])])
+    out.append([list(x.shape), shards])
+lc.distributed.shutdown()
+print(json.dumps(out))
+"""
+
+
+def test_process_local_data_layouts_agree_with_jax():
+    cases = list(_LAYOUTS_FROM_JAX)
+    address = f"127.0.0.1:{_free_port()}"
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env.update(TF_CPP_MIN_LOG_LEVEL="2", LAMELLA_NUM_CPU_DEVICES="2")
+    children = [subprocess.Popen([sys.executable, "-c", _LAYOUTS, address, "2", str(pid),
+                                  repr(cases)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env=env) for pid in range(2)]
+    for pid, (code, out, err) in enumerate(_finish(children, timeout=120)):
+        assert code == 0, err[-3000:]
+        seen = json.loads(out.strip().splitlines()[-1])
+        for case, got in zip(cases, seen):
+            want = _LAYOUTS_FROM_JAX[case][pid]
+            if want is not None:
+                want = [list(want[0]), [list(shard) for shard in want[1]]]
+            assert got == want, (case, pid)
+
+
 # With one process the same names work on this process's data alone.
 
 def test_process_local_data_of_one_process():
