@@ -44,3 +44,9 @@ def test_a_call_keeps_the_mesh_of_its_arguments():
     for sharding in (ROWS, other, ROWS):
         out = double(lc.device_put(np.arange(16.0, dtype=np.float32), sharding))
         assert out.sharding == sharding
+
+
+def test_a_scalar_put_on_every_device_stays_a_scalar():
+    y = lc.device_put(np.float32(3), REPLICATED)
+    assert y.shape == () and all(s.data.shape == () for s in y.addressable_shards)
+    assert repr(y) == "Array(3., dtype=float32)"

@@ -157,7 +157,7 @@ def _from_process_local(sharding: Sharding, data: np.ndarray,
             step = global_shape[dim] // counts[dim]
             position = local[dim][0].index(blocks[dim][device])
             local_index.append(slice(position * step, (position + 1) * step))
-        pieces.append(device_put(np.ascontiguousarray(data[tuple(local_index)]), device))
+        pieces.append(device_put(np.asarray(data[tuple(local_index)], order="C"), device))
     return make_array_from_single_device_arrays(global_shape, sharding, pieces)
 
 

@@ -173,7 +173,7 @@ def put_sharded(x: Any, sharding: MeshSharding, weak_type: bool = False) -> Arra
     # Each part is copied onto its device now (one device_put each): jaxlib's multi-device
     # put would alias the caller's NumPy memory where it is aligned, so a later write
     # to it would show through, and such a buffer could never be donated.
-    parts = [device_put(np.ascontiguousarray(host[indices[i]]), devices[i])
+    parts = [device_put(np.asarray(host[indices[i]], order="C"), devices[i])
              for i in _local_positions(sharding)]
     return Array(aval, sharding, parts, True, _skip_checks=True)
 
