@@ -1,7 +1,7 @@
 """Many processes as one program, on loopback: global arrays over every process's devices
 (make_array_from_process_local_data / _callback, addressable shards, the error for reading
 another process's data, device_put to another layout), a psum in shard_map over the
-global mesh, data-parallel training steps by jit with in/out shardings, multihost_utils,
+global mesh, data-parallel training steps by jit with in/out shardings, pmap, multihost_utils,
 and failures (a killed process, an unreachable coordinator) ending in clear errors within
 their timeouts.
 
@@ -337,6 +337,44 @@ def test_process_local_data_layouts_agree_with_jax():
                 want = [list(want[0]), [list(shard) for shard in want[1]]]
             assert got == want, (case, pid)
 
+
+# pmap in a program of 2 processes x 2 devices: each process passes and gets its own
+# slices, collectives and axis_index span all 4 devices (JAX 0.10.2's numbers).
+_PMAP = """
+import json, sys
+import numpy as np
+import lamella.core as lc, lamella.lax as lax, lamella.numpy as jnp
+
+address, count, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+lc.distributed.initialize(address, count, pid, initialization_timeout=60)
+
+def f(v, w):
+    return (lax.psum(v, "i") + lax.axis_index("i"), lax.pmean(w * v[0], "i"),
+            jnp.stack([v, v * 2], 1))
+
+x = np.arange(4, dtype=np.float32).reshape(2, 2) + 10 * pid
+a, b, c = lc.pmap(f, "i", in_axes=(0, None), out_axes=(0, None, 1))(x, np.float32(3))
+grad = lc.pmap(lc.grad(lambda v: lax.psum(jnp.sum(v * v), "i")), "i")(x)
+lc.distributed.shutdown()
+print(json.dumps({"a": np.asarray(a).tolist(), "b": float(b), "c": np.asarray(c).tolist(),
+                  "grad": np.asarray(grad).tolist(), "local": a.is_fully_addressable}))
+"""
+
+_PMAP_FROM_JAX = [
+    {"a": [[24.0, 28.0], [25.0, 29.0]], "b": 18.0,
+     "c": [[[0.0, 0.0], [2.0, 4.0]], [[1.0, 2.0], [3.0, 6.0]]],
+     "grad": [[0.0, 8.0], [16.0, 24.0]], "local": True},
+    {"a": [[26.0, 30.0], [27.0, 31.0]], "b": 18.0,
+     "c": [[[10.0, 20.0], [12.0, 24.0]], [[11.0, 22.0], [13.0, 26.0]]],
+     "grad": [[80.0, 88.0], [96.0, 104.0]], "local": True},
+]
+
+
+def test_pmap_spans_every_process():
+    results = _finish(_start(_PMAP, 2, 2), timeout=120)
+    for pid, (code, out, err) in enumerate(results):
+        assert code == 0, err[-3000:]
+        assert json.loads(out.strip().splitlines()[-1]) == _PMAP_FROM_JAX[pid]
 
 # With one process the same names work on this process's data alone.
 

@@ -6,6 +6,10 @@ front and split over the devices, each device runs `fun` on its slice (the
 axis squeezed out), and the results are stacked back along `out_axes`. The
 whole call is one `jit`, so it differentiates and caches like one.
 
+In a program of several processes (`lamella.core.distributed`) the mesh holds every
+process's devices, as in JAX: each process passes and gets back its own slices
+(the mapped axis as long as its devices), and collectives span all processes.
+
 >>> import numpy as np, lamella.lax as lax
 >>> pmap(lambda x: lax.sub(x, lax.pmean(x, "i")), "i")(np.ones((1, 3), np.float32))
 Array([[0., 0., 0.]], dtype=float32)
@@ -19,8 +23,16 @@ from typing import Any
 import numpy as np
 
 from lamella.core import jit
-from lamella.core.devices import local_devices
-from lamella.core.sharding import Mesh, PartitionSpec
+from lamella.core.devices import (
+    device_put,
+    local_devices,
+    make_array_from_single_device_arrays,
+    process_count,
+    process_index,
+)
+from lamella.core.devices import devices as all_devices
+from lamella.core.multihost_utils import make_array_from_process_local_data
+from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec
 from lamella.core.tree_util import tree_flatten, tree_unflatten
 from lamella.lax.shapes import expand_dims, reshape, slice_in_dim, transpose
 from lamella.lax.shard_map import shard_map
@@ -117,8 +129,15 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
         key = (static_values, tuple(leaf_axes), size)
         run = compiled.get(key)
         if run is None:
-            run = compiled[key] = _build(fun, name, static_values, positions, leaf_axes,
-                                         available[:size], out_axes, donated)
+            if devices is None and process_count(backend) > 1:
+                spread = _every_process(size, backend)
+                run = _over_processes(
+                    _build(fun, name, static_values, positions, leaf_axes, spread, out_axes,
+                           ()), spread, name, leaf_axes, out_axes)
+            else:
+                run = _build(fun, name, static_values, positions, leaf_axes,
+                             available[:size], out_axes, donated)
+            compiled[key] = run
         return run(*dynamic)
 
     mapped.__name__ = getattr(fun, "__name__", "pmap")
@@ -162,6 +181,60 @@ def _build(fun, name, static_values, positions, leaf_axes, devices, out_axes, do
 
     donate = tuple(positions.index(i) for i in donated if i in positions)
     return jit(whole, donate_argnums=donate)
+
+
+def _every_process(size: int, backend: str | None) -> list:
+    """The first `size` devices of each process, process by process."""
+    out = []
+    for p in range(process_count(backend)):
+        owned = [d for d in all_devices(backend) if d.process_index == p][:size]
+        if len(owned) < size:
+            raise ValueError(f"pmap over {size} devices per process: process {p} has only "
+                             f"{len(owned)}")
+        out += owned
+    return out
+
+
+def _mapped_spec(axis: int | None, ndim: int, name: str) -> PartitionSpec:
+    if axis is None:
+        return PartitionSpec()
+    return PartitionSpec(*[None] * (axis % ndim), name)
+
+
+def _over_processes(run: Callable, spread: list, name: str, leaf_axes: list,
+                    out_axes: Any) -> Callable:
+    """`run` (compiled over every process's devices) taking and giving this process's
+    slices: mapped arguments become global arrays of all processes' slices, and each
+    result is cut back to this process's devices (broadcast results: one copy)."""
+    grid = np.empty(len(spread), dtype=object)
+    grid[:] = spread
+    mesh = Mesh(grid, (name,))
+    here = [d for d in spread if d.process_index == process_index()]
+    local_grid = np.empty(len(here), dtype=object)
+    local_grid[:] = here
+    local_mesh = Mesh(local_grid, (name,))
+
+    def call(*dynamic: Any) -> Any:
+        flat, tree = tree_flatten(dynamic)
+        whole = [make_array_from_process_local_data(
+            NamedSharding(mesh, _mapped_spec(a, np.ndim(x), name)), np.asarray(x))
+            for x, a in zip(flat, leaf_axes)]
+        outs, out_tree = tree_flatten(run(*tree_unflatten(tree, whole)))
+        axes = _leaf_axes_out(out_axes, out_tree, len(outs))
+        mine = []
+        for o, a in zip(outs, axes):
+            if a is None:
+                mine.append(o.addressable_data(0))
+                continue
+            spec = _mapped_spec(a, o.ndim, name)
+            o = device_put(o, NamedSharding(mesh, spec))  # a no-op unless XLA chose otherwise
+            shape = list(o.shape)
+            shape[a % o.ndim] = len(here)
+            mine.append(make_array_from_single_device_arrays(
+                tuple(shape), NamedSharding(local_mesh, spec),
+                [s.data for s in o.addressable_shards]))
+        return tree_unflatten(out_tree, mine)
+    return call
 
 
 def _leaf_axes_out(out_axes: Any, tree: Any, count: int) -> list:
