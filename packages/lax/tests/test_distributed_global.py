@@ -255,6 +255,21 @@ def test_an_unreachable_coordinator_fails_within_the_timeout():
     assert state == "False 1"  # still usable as a single process
 
 
+
+def test_processes_that_never_join_end_the_waiting_one_within_the_timeout():
+    # Process 0 starts the service and waits for process 1, which never comes: jaxlib ends
+    # the process (as JAX's does) once initialization_timeout has passed, saying why.
+    script = ("import sys, lamella.core as lc, lamella.lax\n"
+              "lc.distributed.initialize(sys.argv[1], 2, 0, initialization_timeout=2)\n"
+              "print('joined')\n")
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script, f"127.0.0.1:{_free_port()}"],
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert time.monotonic() - start < 45
+    assert done.returncode != 0 and "joined" not in done.stdout
+    assert "DEADLINE_EXCEEDED" in done.stderr and "RegisterTask" in done.stderr
+
 # make_array_from_process_local_data on 2 processes x 2 devices, a (2, 2) mesh of them
 # ("grid": process p's devices are row p; "swapped": its transpose): the global shape and,
 # per process, each shard's local device, index and first value, as JAX 0.10.2 gives them

@@ -3,7 +3,9 @@ processes, each with its own devices, joined through a coordination service.
 
 Call `initialize` in every process before the first computation; afterwards
 `devices()` lists every process's devices, `local_devices()` this one's, and
-`process_index()` / `process_count()` say where this process stands.
+`process_index()` / `process_count()` say where this process stands. Global arrays
+come from `make_array_from_process_local_data` (or `make_array_from_callback`);
+`lamella.core.multihost_utils` gathers, broadcasts and synchronises.
 
 >>> is_initialized()
 False
@@ -40,6 +42,13 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
 
     lamella detects no cluster (SLURM, MPI, cloud TPU): the address, the number of
     processes and this process's id must be given.
+
+    Failures: a process other than 0 that finds nothing listening at the address raises
+    TimeoutError after `initialization_timeout` seconds. If the service is there but not
+    every process joins in time, jaxlib ends the waiting processes with a fatal
+    DEADLINE_EXCEEDED log line, as in JAX. Once joined, a process that dies makes the
+    others' next cross-process collective raise (gloo's connection error); a process
+    that loses the service for `heartbeat_timeout_seconds` is ended by jaxlib.
     """
     if cluster_detection_method is not None or None in (coordinator_address, num_processes,
                                                          process_id):
