@@ -353,6 +353,97 @@ def test_process_local_data_layouts_agree_with_jax():
             assert got == want, (case, pid)
 
 
+# multihost_utils.host_local_array_to_global_array and back, 2 processes x 2 devices on a
+# (2, 2) mesh and its transpose: each mesh's local_mesh (shape, local device order), and
+# per spec the global shape, each shard's local device, index and first value, the local
+# shape back, whether the round trip returns the data, and whether it is local — as JAX
+# 0.10.2 gives them. Process p's local data is arange(16).reshape(4, 4) + 100 * p.
+_HOST_LOCAL_FROM_JAX = {
+    "grid local mesh": [
+        ((1, 2), [0, 1]),
+        ((1, 2), [0, 1])],
+    "grid P('a',)": [
+        ((8, 4), [(0, "0:4,:", 0.0), (1, "0:4,:", 0.0)], (4, 4), True, True),
+        ((8, 4), [(0, "4:8,:", 100.0), (1, "4:8,:", 100.0)], (4, 4), True, True)],
+    "grid P('b',)": [
+        ((4, 4), [(0, "0:2,:", 0.0), (1, "2:4,:", 8.0)], (4, 4), True, True),
+        ((4, 4), [(0, "0:2,:", 100.0), (1, "2:4,:", 108.0)], (4, 4), True, True)],
+    "grid P(('a', 'b'),)": [
+        ((8, 4), [(0, "0:2,:", 0.0), (1, "2:4,:", 8.0)], (4, 4), True, True),
+        ((8, 4), [(0, "4:6,:", 100.0), (1, "6:8,:", 108.0)], (4, 4), True, True)],
+    "grid P(None, 'b')": [
+        ((4, 4), [(0, ":,0:2", 0.0), (1, ":,2:4", 2.0)], (4, 4), True, True),
+        ((4, 4), [(0, ":,0:2", 100.0), (1, ":,2:4", 102.0)], (4, 4), True, True)],
+    "grid P()": [
+        ((4, 4), [(0, ":,:", 0.0), (1, ":,:", 0.0)], (4, 4), True, True),
+        ((4, 4), [(0, ":,:", 100.0), (1, ":,:", 100.0)], (4, 4), True, True)],
+    "grid P('b', 'a')": [
+        ((4, 8), [(0, "0:2,0:4", 0.0), (1, "2:4,0:4", 8.0)], (4, 4), True, True),
+        ((4, 8), [(0, "0:2,4:8", 100.0), (1, "2:4,4:8", 108.0)], (4, 4), True, True)],
+    "swapped local mesh": [
+        ((2, 1), [0, 1]),
+        ((2, 1), [0, 1])],
+    "swapped P('a',)": [
+        ((4, 4), [(0, "0:2,:", 0.0), (1, "2:4,:", 8.0)], (4, 4), True, True),
+        ((4, 4), [(0, "0:2,:", 100.0), (1, "2:4,:", 108.0)], (4, 4), True, True)],
+    "swapped P('b',)": [
+        ((8, 4), [(0, "0:4,:", 0.0), (1, "0:4,:", 0.0)], (4, 4), True, True),
+        ((8, 4), [(0, "4:8,:", 100.0), (1, "4:8,:", 100.0)], (4, 4), True, True)],
+    "swapped P(('a', 'b'),)": [
+        ((8, 4), [(0, "0:2,:", 0.0), (1, "4:6,:", 8.0)], (4, 4), True, True),
+        ((8, 4), [(0, "2:4,:", 100.0), (1, "6:8,:", 108.0)], (4, 4), True, True)],
+    "swapped P(None, 'b')": [
+        ((4, 8), [(0, ":,0:4", 0.0), (1, ":,0:4", 0.0)], (4, 4), True, True),
+        ((4, 8), [(0, ":,4:8", 100.0), (1, ":,4:8", 100.0)], (4, 4), True, True)],
+    "swapped P()": [
+        ((4, 4), [(0, ":,:", 0.0), (1, ":,:", 0.0)], (4, 4), True, True),
+        ((4, 4), [(0, ":,:", 100.0), (1, ":,:", 100.0)], (4, 4), True, True)],
+    "swapped P('b', 'a')": [
+        ((8, 4), [(0, "0:4,0:2", 0.0), (1, "0:4,2:4", 2.0)], (4, 4), True, True),
+        ((8, 4), [(0, "4:8,0:2", 100.0), (1, "4:8,2:4", 102.0)], (4, 4), True, True)],
+}
+
+_HOST_LOCAL = """
+import json, sys
+import numpy as np
+import lamella.core as lc, lamella.lax
+from lamella.core import multihost_utils as mh
+from lamella.core.sharding import Mesh, P
+
+address, count, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+lc.distributed.initialize(address, count, pid, initialization_timeout=60)
+grid = np.array(lc.devices(), dtype=object).reshape(2, 2)
+local = lc.local_devices()
+out = {}
+for kind, devices in (("grid", grid), ("swapped", grid.T)):
+    mesh = Mesh(devices, ("a", "b"))
+    out[kind + " local mesh"] = [list(mesh.local_mesh.devices.shape),
+                                 [local.index(d) for d in mesh.local_mesh.devices.flat]]
+    for spec in (P("a"), P("b"), P(("a", "b")), P(None, "b"), P(), P("b", "a")):
+        data = np.arange(16, dtype=np.float32).reshape(4, 4) + 100 * pid
+        x = mh.host_local_array_to_global_array({"d": data}, mesh, {"d": spec})["d"]
+        back = mh.global_array_to_host_local_array(x, mesh, spec)
+        out[f"{kind} {spec}"] = [
+            list(x.shape),
+            [[local.index(s.device),
+              ",".join(":" if i.start is None else f"{i.start}:{i.stop}" for i in s.index),
+              float(np.asarray(s.data).flat[0])] for s in x.addressable_shards],
+            list(back.shape), bool(np.array_equal(np.asarray(back), data)),
+            back.is_fully_addressable]
+lc.distributed.shutdown()
+print(json.dumps(out))
+"""
+
+
+def test_host_local_and_global_arrays_agree_with_jax():
+    for pid, (code, out, err) in enumerate(_finish(_start(_HOST_LOCAL, 2, 2), timeout=120)):
+        assert code == 0, err[-3000:]
+        seen = json.loads(out.strip().splitlines()[-1])
+        assert seen.keys() == _HOST_LOCAL_FROM_JAX.keys()
+        for key, want in _HOST_LOCAL_FROM_JAX.items():
+            # tuples (as recorded) against JSON's lists
+            assert seen[key] == json.loads(json.dumps(want[pid])), (key, pid)
+
 # pmap in a program of 2 processes x 2 devices: each process passes and gets its own
 # slices, collectives and axis_index span all 4 devices (JAX 0.10.2's numbers).
 _PMAP = """

@@ -14,6 +14,7 @@ array(3., dtype=float32)
 
 from __future__ import annotations
 
+import math
 import warnings
 import zlib
 from collections.abc import Sequence
@@ -31,9 +32,10 @@ from lamella.core.devices import (
 )
 from lamella.core.jit import jit
 from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec, Sharding, as_named
-from lamella.core.tree_util import tree_flatten, tree_map, tree_unflatten
+from lamella.core.tree_util import tree_broadcast, tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["assert_equal", "broadcast_one_to_all", "host_count", "host_id", "host_ids",
+__all__ = ["assert_equal", "broadcast_one_to_all", "global_array_to_host_local_array",
+           "host_count", "host_id", "host_ids", "host_local_array_to_global_array",
            "make_array_from_process_local_data", "process_allgather", "process_indices",
            "sync_global_devices"]
 
@@ -211,6 +213,85 @@ def make_array_from_process_local_data(sharding: Any, local_data: Any,
 def _single_device(device: Any) -> Sharding:
     from lamella.core.sharding import SingleDeviceSharding
     return SingleDeviceSharding(device)
+
+
+def _per_leaf_specs(pspecs: Any, tree: Any, what: str) -> list[PartitionSpec]:
+    """One PartitionSpec per leaf of `tree`: `pspecs` is one spec or a prefix of `tree`."""
+    def is_spec(s: Any) -> bool:
+        return s is None or isinstance(s, PartitionSpec)
+    specs = tree_flatten(tree_broadcast(pspecs, tree, is_leaf=is_spec), is_leaf=is_spec)[0]
+    if any(s is None for s in specs):
+        raise ValueError(f"{what}: None is not a valid input to the pspecs argument; use "
+                         "PartitionSpec() for a value every device holds whole")
+    return specs
+
+
+def _scaled(shape: Sequence[int], spec: PartitionSpec, frm: Mesh, to: Mesh) -> tuple[int, ...]:
+    """`shape` split by `spec` over mesh `frm`, as the same split over mesh `to` sees it."""
+    out = []
+    for size, names in zip(shape, spec._normalized(len(shape))):
+        parts_from = math.prod(frm.shape[n] for n in names)
+        parts_to = math.prod(to.shape[n] for n in names)
+        out.append(size * parts_to // parts_from)
+    return tuple(out)
+
+
+def host_local_array_to_global_array(local_inputs: Any, global_mesh: Mesh,
+                                     pspecs: Any) -> Any:
+    """Each leaf of `local_inputs` (this process's block of the value, laid out as `pspecs`
+    says over this process's part of `global_mesh`) as one global array over
+    `global_mesh`. Global arrays pass through.
+
+    >>> from lamella.core.sharding import make_mesh
+    >>> mesh = make_mesh((1,), ("x",))
+    >>> host_local_array_to_global_array(np.arange(4.0), mesh, PartitionSpec("x")).shape
+    (4,)
+    """
+    leaves, tree = tree_flatten(local_inputs)
+    specs = _per_leaf_specs(pspecs, local_inputs, "host_local_array_to_global_array")
+    local_mesh = global_mesh.local_mesh
+    out = []
+    for x, spec in zip(leaves, specs):
+        if getattr(x, "is_fully_addressable", True) is False:
+            out.append(x)
+            continue
+        data = np.asarray(x)
+        parts = NamedSharding(local_mesh, spec).devices_indices_map(data.shape)
+        pieces = [device_put(np.asarray(data[index], order="C"), device)
+                  for device, index in parts.items()]
+        out.append(make_array_from_single_device_arrays(
+            _scaled(data.shape, spec, local_mesh, global_mesh),
+            NamedSharding(global_mesh, spec), pieces))
+    return tree_unflatten(tree, out)
+
+
+def global_array_to_host_local_array(global_inputs: Any, global_mesh: Mesh,
+                                     pspecs: Any) -> Any:
+    """Each global array leaf of `global_inputs` (laid out as `pspecs` says over
+    `global_mesh`) as this process's block of it, an array over this process's part of
+    the mesh. Values already local to this process (host data included) pass through.
+
+    >>> from lamella.core.sharding import make_mesh
+    >>> mesh = make_mesh((1,), ("x",))
+    >>> x = host_local_array_to_global_array(np.arange(4.0), mesh, PartitionSpec("x"))
+    >>> global_array_to_host_local_array(x, mesh, PartitionSpec("x")).shape
+    (4,)
+    """
+    leaves, tree = tree_flatten(global_inputs)
+    specs = _per_leaf_specs(pspecs, global_inputs, "global_array_to_host_local_array")
+    local_mesh = global_mesh.local_mesh
+    out = []
+    for x, spec in zip(leaves, specs):
+        if getattr(x, "is_fully_addressable", True) is not False:
+            out.append(x)
+            continue
+        whole = NamedSharding(global_mesh, spec)
+        if x.sharding != whole:
+            x = device_put(x, whole)
+        out.append(make_array_from_single_device_arrays(
+            _scaled(x.shape, spec, global_mesh, local_mesh), NamedSharding(local_mesh, spec),
+            [shard.data for shard in x.addressable_shards]))
+    return tree_unflatten(tree, out)
 
 
 # ---------------------------------------------------------------------------

@@ -147,6 +147,25 @@ class Mesh:
             else list(self.devices.flat)
 
     @property
+    def local_mesh(self) -> Mesh:
+        """The part of the mesh on this process's devices (a block of the grid), with the
+        same axis names; the mesh itself with one process.
+
+        >>> mesh = make_mesh((1,), ("x",))
+        >>> mesh.local_mesh == mesh
+        True
+        """
+        mine = set(self.local_devices)
+        held = np.vectorize(lambda d: d in mine, otypes=[bool])(self.devices)
+        if held.all():
+            return self
+        block = tuple(slice(int(ix.min()), int(ix.max()) + 1) for ix in np.nonzero(held))
+        if not held[block].all():
+            raise ValueError(f"the devices of this process do not form a block of the mesh "
+                             f"{self._short()}, so it has no local mesh")
+        return Mesh(self.devices[block], self.axis_names, self.axis_types)
+
+    @property
     def _flat_devices(self) -> tuple[Any, ...]:
         return tuple(self.devices.flat)
 
