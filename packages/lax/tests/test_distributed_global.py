@@ -236,6 +236,37 @@ def test_a_killed_process_fails_the_others_quickly():
         assert lines[-1].startswith("error JaxRuntimeError") and "Gloo" in lines[-1], out
 
 
+# A process killed before any collective: the others' first psum waits for its gloo
+# connection, and the coordination service, missing its heartbeats, ends them.
+_KILLED_EARLY = """
+import os, signal, sys
+import numpy as np
+import lamella.core as lc, lamella.lax as lax
+from lamella.core.sharding import NamedSharding, P, make_mesh
+
+address, count, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+lc.distributed.initialize(address, count, pid, initialization_timeout=60,
+                          heartbeat_timeout_seconds=3, shutdown_timeout_seconds=3)
+if pid == 1:
+    os.kill(os.getpid(), signal.SIGKILL)
+mesh = make_mesh((count,), ("x",))
+total = lc.jit(lc.shard_map(lambda v: lax.psum(v, "x"), mesh=mesh, in_specs=P("x"),
+                            out_specs=P()))
+x = lc.make_array_from_process_local_data(NamedSharding(mesh, P("x")), np.ones(1, np.float32))
+print("sum", np.asarray(total(x)), flush=True)
+"""
+
+
+def test_a_process_killed_before_any_collective_ends_the_others_by_heartbeat():
+    start = time.monotonic()
+    results = _finish(_start(_KILLED_EARLY, 2, 1), timeout=90)
+    assert time.monotonic() - start < 60  # heartbeat timeout 3 s, not a hang
+    assert results[1][0] == -9
+    code, out, err = results[0]
+    assert code != 0 and "sum" not in out
+    assert "stopped sending heartbeats" in err
+
+
 def test_an_unreachable_coordinator_fails_within_the_timeout():
     script = ("import sys, lamella.core as lc, lamella.lax\n"
               "try:\n"
