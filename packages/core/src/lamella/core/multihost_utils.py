@@ -1,7 +1,7 @@
 """Programs over several processes (JAX's `jax.experimental.multihost_utils`): turning
-each process's local data into one global array, gathering a global array (or every
-process's local values) back to each host, broadcasting process 0's values, and
-synchronising the processes.
+each process's local data into one global array and back (a global array into this
+process's block of it), gathering a global array (or every process's local values) to
+each host, broadcasting process 0's values, and synchronising the processes.
 
 With one process these reduce to local operations:
 
@@ -31,7 +31,14 @@ from lamella.core.devices import (
     process_index,
 )
 from lamella.core.jit import jit
-from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec, Sharding, as_named
+from lamella.core.sharding import (
+    Mesh,
+    NamedSharding,
+    PartitionSpec,
+    Sharding,
+    SingleDeviceSharding,
+    as_named,
+)
 from lamella.core.tree_util import tree_broadcast, tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["assert_equal", "broadcast_one_to_all", "global_array_to_host_local_array",
@@ -199,8 +206,8 @@ def make_array_from_process_local_data(sharding: Any, local_data: Any,
     for data, s, shape in zip(leaves, shardings, shapes):
         if isinstance(s, PartitionSpec):
             s = as_named(s, "make_array_from_process_local_data")
-        if not isinstance(s, Sharding):
-            s = _single_device(s)
+        if not isinstance(s, Sharding):  # a device
+            s = SingleDeviceSharding(s)
         if process_count() == 1 and shape is not None and tuple(shape) != np.shape(data):
             raise ValueError(
                 "make_array_from_process_local_data: on a single process, global_shape "
@@ -208,11 +215,6 @@ def make_array_from_process_local_data(sharding: Any, local_data: Any,
                 f"and local_data.shape={np.shape(data)}")
         out.append(_from_process_local(s, np.asarray(data), shape))
     return tree_unflatten(tree, out)
-
-
-def _single_device(device: Any) -> Sharding:
-    from lamella.core.sharding import SingleDeviceSharding
-    return SingleDeviceSharding(device)
 
 
 def _per_leaf_specs(pspecs: Any, tree: Any, what: str) -> list[PartitionSpec]:
