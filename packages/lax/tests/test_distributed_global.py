@@ -221,9 +221,10 @@ def test_two_processes_with_two_devices_each():
     _check_program(count=2, devices_per_process=2, timeout=120)
 
 
-def test_four_processes_with_one_device_each():
+@pytest.mark.parametrize("devices_per_process", [1, 2])
+def test_four_processes(devices_per_process):
     # Four interpreters compile the same programs on what may be 2 cores: kept under a minute.
-    _check_program(count=4, devices_per_process=1, timeout=60)
+    _check_program(count=4, devices_per_process=devices_per_process, timeout=60)
 
 
 def test_a_killed_process_fails_the_others_quickly():
