@@ -63,6 +63,38 @@ def test_x64_and_disable_jit_overrides_stay_in_their_thread():
     assert double(np.float64(1.0)).dtype == F32
 
 
+def test_a_cached_jit_call_retraces_under_a_thread_local_override():
+    # The C++ dispatcher keys its cache on the thread's overrides: a program traced
+    # without `numpy_rank_promotion("raise")` must not serve a call made under it (in
+    # this thread or another), nor leak the override into other threads.
+    add = jax.jit(lambda x, y: x + y)
+    x, y = jnp.ones((2, 3)), jnp.ones(3)
+    assert add(x, y).shape == (2, 3)
+    assert (x + y).shape == (2, 3)
+    with jax.numpy_rank_promotion("raise"):
+        with pytest.raises(ValueError, match="rank promotion"):
+            add(x, y)
+        with pytest.raises(ValueError, match="rank promotion"):
+            x + y
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append((add(x, y) + x).shape))
+        thread.start()
+        thread.join()
+        assert seen == [(2, 3)]
+    assert add(x, y).shape == (2, 3)
+
+
+def test_eager_functions_called_while_tracing_are_staged():
+    # jnp.sin with a concrete argument inside a trace: the C++ cache (which has run
+    # jnp.sin eagerly on this signature) keys on the thread tracing, so it is staged.
+    c = np.linspace(0, 1, 4, dtype=F32)
+    jnp.sin(c)
+    jnp.sin(c)
+    jaxpr = jax.make_jaxpr(lambda x: jnp.sin(c) * x)(c)
+    assert [e.primitive.name for e in jaxpr.eqns] == ["sin", "mul"]
+    assert np.allclose(jax.jit(lambda x: jnp.sin(c) * x)(c), np.sin(c) * c)
+
+
 def test_transfer_guard_disallows_implicit_host_to_device_transfers():
     f = jax.jit(lambda x: x + 1)
     x = jnp.ones(2)

@@ -39,6 +39,7 @@ class Config:
         self._choices: dict[str, tuple | None] = {}
         self._traced: list[str] = []
         self._observers: dict[str, list[Callable[[Any, bool], None]]] = {}
+        self._override_observers: list[Callable[[dict[str, Any]], None]] = []
         self._local = threading.local()
 
     def define(self, name: str, default: Any, help: str, affects_tracing: bool = False,
@@ -109,6 +110,7 @@ class Config:
         previous = local.get(name, _UNSET)
         local[name] = value
         self._notify(name, value, local=True)
+        self._notify_overrides(local)
         try:
             yield
         finally:
@@ -118,6 +120,7 @@ class Config:
             else:
                 local[name] = previous
                 self._notify(name, previous, local=True)
+            self._notify_overrides(local)
 
     def _context_manager(self, name: str) -> Callable[..., Any]:
         default = True if isinstance(self._values[name], bool) else _UNSET
@@ -137,6 +140,16 @@ class Config:
         value, or `NO_OVERRIDE` when the thread's last override ends). A runtime that
         keeps its own copy of a flag mirrors both, so overrides stay per thread."""
         self._observers.setdefault(self._check(name), []).append(callback)
+
+    def observe_overrides(self, callback: Callable[[dict[str, Any]], None]) -> None:
+        """Calls `callback(overrides)` whenever this thread's set of `with` overrides
+        changes; `overrides` maps each overridden flag to its value here (read it, do not
+        keep it)."""
+        self._override_observers.append(callback)
+
+    def _notify_overrides(self, local: dict[str, Any]) -> None:
+        for callback in self._override_observers:
+            callback(local)
 
     def _notify(self, name: str, value: Any, local: bool) -> None:
         for callback in self._observers.get(name, ()):

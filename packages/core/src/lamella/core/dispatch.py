@@ -71,12 +71,23 @@ class Executor:
         `cost_analysis()`; what `compile()` returns is callable on flat arguments."""
         raise NotImplementedError(f"{type(self).__name__} must implement lower")
 
-    def fast_dispatch(self, jit_function: Any) -> Callable[..., Any]:
+    def fast_dispatch(self, jit_function: Any,
+                      inline_when: Callable[[tuple, dict], bool] | None = None
+                      ) -> Callable[..., Any]:
         """The callable a jit function calls through; by default its Python path.
 
         A backend may return something faster (lamella.lax serves repeated calls
-        from C++) that falls back on `jit_function.call_and_report`."""
-        return jit_function.call_python
+        from C++) that falls back on `jit_function.call_and_report`. With
+        `inline_when(args, kwargs)` given, a call it accepts runs the function
+        itself instead, uncompiled."""
+        if inline_when is None:
+            return jit_function.call_python
+
+        def call(*args, **kwargs):
+            if inline_when(args, kwargs):
+                return jit_function.fun(*args, **kwargs)
+            return jit_function.call_python(*args, **kwargs)
+        return call
 
     def wrap_jit(self, jit_function: Any) -> Any:
         """The object `jit` returns for `jit_function` (by default, itself)."""

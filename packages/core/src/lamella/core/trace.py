@@ -219,6 +219,21 @@ def current_trace() -> Trace:
     return _state.trace
 
 
+_top_level_observers: list[Callable[[bool], None]] = []
+
+
+def observe_top_level(callback: Callable[[bool], None]) -> None:
+    """Calls `callback(at_top_level)` whenever this thread starts or stops tracing (its
+    current trace becomes, or stops being, the eval trace). A runtime whose compiled
+    calls bypass Python keys them on it, so a call made while tracing is staged."""
+    _top_level_observers.append(callback)
+
+
+def _notify_top_level(at_top_level: bool) -> None:
+    for callback in _top_level_observers:
+        callback(at_top_level)
+
+
 class set_current_trace:
     """Makes `trace` current inside a `with` block."""
 
@@ -228,12 +243,17 @@ class set_current_trace:
         self.trace = trace
 
     def __enter__(self) -> Trace:
-        self.previous = _state.trace
-        _state.trace = self.trace
-        return self.trace
+        previous = self.previous = _state.trace
+        trace = _state.trace = self.trace
+        if (previous is eval_trace) is not (trace is eval_trace) and _top_level_observers:
+            _notify_top_level(trace is eval_trace)
+        return trace
 
     def __exit__(self, *exc) -> None:
-        _state.trace = self.previous
+        trace, previous = _state.trace, self.previous
+        _state.trace = previous
+        if (previous is eval_trace) is not (trace is eval_trace) and _top_level_observers:
+            _notify_top_level(previous is eval_trace)
 
 
 def concrete_value(x: Any) -> Any:

@@ -315,9 +315,13 @@ class XlaExecutor(Executor):
                                      platform=_lowering_platform())
         return LoweredProgram(lowered, (closed, name, donated_invars, compiler_options), self)
 
-    def fast_dispatch(self, jitted):
+    def fast_dispatch(self, jitted, inline_when=None):
         """A C++ dispatcher for a jit function: a call whose argument signature was
         seen before runs without Python; the first one traces and compiles.
+
+        With `inline_when(args, kwargs)` given, a call it accepts runs `jitted.fun`
+        itself (op by op, or into the current trace) and its signature is never
+        served from C++: lamella.numpy's eager functions run inline while tracing.
 
         Once a program of the function calls Python back, every call goes through a
         second C++ dispatcher, wrapped in Python to wait for the program and raise a
@@ -340,6 +344,8 @@ class XlaExecutor(Executor):
             return out, None if program is None else self._fast_path_data(program, out)
 
         def cache_miss(*args, **kwargs):
+            if inline_when is not None and inline_when(args, kwargs):
+                return jitted.fun(*args, **kwargs), None
             if calling_host:
                 return calling_host[0](*args, **kwargs), None
             out, entry, flat = jitted.call_and_report(args, kwargs)
@@ -352,7 +358,9 @@ class XlaExecutor(Executor):
                 return out, None
             return out, self._fast_path_data(program, out)
 
-        fast = dispatcher(cache_miss, jitted.options)
+        # An inlining dispatcher's entries mean something else: it shares none of them.
+        fast = dispatcher(cache_miss, jitted.options if inline_when is None
+                          else ("inline when tracing", jitted.options))
         fast._calling_host = calling_host
         return fast
 

@@ -9,10 +9,12 @@ sets the value of the overriding thread only, so one thread's
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from jaxlib import _jax
 
+from lamella.core import trace as core_trace
 from lamella.core.config import NO_OVERRIDE, config
 from lamella.lax import runtime
 
@@ -62,8 +64,64 @@ def _num_cpu_devices(value: Any, local: bool) -> None:
     _cpu_devices_set[0] = value
 
 
+# Flags jaxlib keeps copies of itself (the observers above): their overrides are
+# already in its cache key or checks.
+_NATIVE = frozenset({"enable_x64", "disable_jit", "transfer_guard_host_to_device",
+                     "transfer_guard_device_to_host", "transfer_guard_device_to_device"})
+
+
+class _TraceContext(threading.local):
+    """What this thread's jit cache key must tell apart besides x64: whether it is
+    tracing (a jit call then stages into the trace instead of running a program), and
+    its overrides of every other flag (a program traced under `numpy_rank_promotion`
+    or `debug_nans` set in a `with` block is another program)."""
+
+    def __init__(self) -> None:
+        self.tracing = False
+        self.overrides: tuple = ()
+
+    def publish(self) -> None:
+        runtime.set_trace_context_in_thread(
+            (self.tracing, self.overrides) if self.tracing or self.overrides else None)
+
+
+_context = _TraceContext()
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def _top_level_changed(at_top_level: bool) -> None:
+    _context.tracing = not at_top_level
+    _context.publish()
+
+
+def _overrides_changed(local: dict[str, Any]) -> None:
+    _context.overrides = tuple(sorted((name, _hashable(value)) for name, value in local.items()
+                                      if name not in _NATIVE))
+    _context.publish()
+
+
+def _forget_compiled_calls(value: Any, local: bool) -> None:
+    # A process-wide change of a flag that shapes tracing must retrace: the C++ cache
+    # keys on this thread's overrides only, so its entries go (lamella's trace cache
+    # keys on every value).
+    if not local:
+        runtime.clear_fast_path_caches()
+
+
 def mirror_config_in_jaxlib() -> None:
     """Registers the observers (once, when lamella.lax loads)."""
+    core_trace.observe_top_level(_top_level_changed)
+    config.observe_overrides(_overrides_changed)
+    for name in config._traced:
+        if name not in _NATIVE:
+            config.observe(name, _forget_compiled_calls)
     config.observe("enable_x64", _x64)
     config.observe("disable_jit", _disable_jit)
     config.observe("num_cpu_devices", _num_cpu_devices)

@@ -19,7 +19,7 @@ import numpy as np
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core import trace as _trace
-from lamella.core.config import config
+from lamella.core.dispatch import current_executor
 from lamella.core.errors import ConcretizationTypeError
 from lamella.core.jit import jit
 from lamella.core.trace import Tracer, aval_of
@@ -183,34 +183,16 @@ def eager_jit(*static: str) -> Callable[[Callable], Callable]:
 # --- the eager fast path -----------------------------------------------------------------
 # Operands jaxlib's C++ dispatcher signs exactly as the Python path types them: Arrays,
 # Python scalars (weak), None, and NumPy values of dtypes that need no narrowing.
-# Python ints outside int32 and 64-bit NumPy integers take the Python path, which
-# raises lamella's own overflow errors (C++ would raise its own, or wrap).
+# Python ints outside int32 and 64-bit NumPy integers run inline, which raises
+# lamella's own overflow errors.
 _PLAIN_OPERANDS = {runtime.Array, float, bool, complex, type(None)}
 _HOST_DTYPES = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32,
     np.float16, np.float32, np.float64, np.complex64, np.complex128))
 _INT32_LOW, _INT32_END = -2**31, 2**31
 _ARRAY = runtime.Array
-# Flags jaxlib keys its cache on per thread (the rest, overridden in a thread, take
-# the Python path there, so they never reach a cached program).
-_MIRRORED_FLAGS = frozenset({"enable_x64", "disable_jit", "transfer_guard_host_to_device",
-                             "transfer_guard_device_to_host",
-                             "transfer_guard_device_to_device"})
-_thread_flags = config._local
 _trace_state = _trace._state
 _eval_trace = _trace.eval_trace
-
-
-def _forget_compiled_calls(value: Any, local: bool) -> None:
-    # A process-wide change of a flag that shapes tracing must retrace: jaxlib's cache
-    # does not key on it, so its entries go (lamella's trace cache does key on it).
-    if not local:
-        runtime.clear_fast_path_caches()
-
-
-for _flag in config._traced:
-    if _flag not in _MIRRORED_FLAGS:
-        config.observe(_flag, _forget_compiled_calls)
 
 
 def _plain_operand(v: Any) -> bool:
@@ -238,36 +220,28 @@ def eager_operand_type(cls: type) -> None:
     _PLAIN_OPERANDS.add(cls)
 
 
-def _plain_flags() -> bool:
-    # No per-thread override of a flag that jaxlib does not key on.
-    flags = _thread_flags.__dict__
-    return not flags or flags.keys() <= _MIRRORED_FLAGS
-
-
 def eager_operands_ok(*values: Any) -> bool:
-    """Whether an eager call with these operands may run as a cached jit here (at the
-    top level, with no per-thread flag override, and operands C++ types as Python does)."""
-    return _trace_state.trace is _eval_trace and _plain_flags() and _plain_operands(values)
+    """Whether an eager call with these operands may run as a cached jit here: at the
+    top level, with operands C++ types as Python does. (Per-thread flag overrides are
+    in the C++ cache key.)"""
+    return _trace_state.trace is _eval_trace and _plain_operands(values)
 
 
-def _plain_keywords(kwargs: dict, static: frozenset) -> bool:
-    for name, value in kwargs.items():
-        if name in static:
-            try:
-                hash(value)
-            except TypeError:
-                return False
-        elif not _plain_operands((value,)):
-            return False
+def _hashable(values: Any) -> bool:
+    try:
+        hash(tuple(values))
+    except TypeError:
+        return False
     return True
 
 
 def eager_fast(*static: str) -> Callable[[Callable], Callable]:
-    """Decorator: an eager call runs `fun` as one cached `jit`, through jaxlib's C++
-    dispatcher, so a repeated call costs an argument check and one execute (JAX's
-    jax.numpy functions are jitted the same way). Under a trace, or with operands
-    the C++ side would type differently (see `_plain_operands`), `fun` runs inline,
-    op by op. `static` names parameters passed as Python values (decimals,
+    """Decorator: an eager call runs `fun` as one cached `jit` through jaxlib's C++
+    dispatcher, which is the decorated function itself when `fun` has no static
+    parameters (as jax.numpy's functions are jitted), so a repeated call runs no
+    Python at all. While tracing (the C++ cache keys on it), or with operands C++
+    would type differently from Python (see `_plain_operands`), `fun` runs inline,
+    op by op. `static` names parameters passed as Python values (axis, decimals,
     equal_nan, ...); a call with an unhashable one runs inline.
 
     >>> @eager_fast()
@@ -278,78 +252,39 @@ def eager_fast(*static: str) -> Callable[[Callable], Callable]:
     """
     def decorate(fun: Callable) -> Callable:
         compiled = jit(fun, static_argnames=static) if static else jit(fun)
+        jitted = getattr(compiled, "jit_function", compiled)
         names = list(inspect.signature(fun).parameters)
         positions = frozenset(names.index(n) for n in static)
-        first_static = min(positions, default=len(names))
-        # Static parameters that all follow the operands split a call's positional
-        # arguments with one slice (the samplers: key, then shape, dtype, ...).
-        trailing = positions == frozenset(range(first_static, len(names)))
         static_names = frozenset(static)
 
-        # The checks run on every call, so the common cases come first and inline:
-        # Arrays, then the other plain types; a per-thread flag dict is nearly always
-        # empty. Anything unusual goes through the general checks.
+        def inline_when(args: tuple, kwargs: dict) -> bool:
+            if _trace_state.trace is not _eval_trace:
+                return True
+            operands = [a for i, a in enumerate(args) if i not in positions] \
+                if positions else args
+            return not (_plain_operands(operands) and _plain_operands(
+                [v for k, v in kwargs.items() if k not in static_names]))
+
+        fast = current_executor().fast_dispatch(jitted, inline_when=inline_when)
+        if not static:
+            for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+                setattr(fast, attribute, getattr(fun, attribute))
+            fast.__wrapped__ = fun
+            return fast
+
+        # C++ refuses an unhashable static value (ValueError) before anything runs: such
+        # a call (an axis given as a list) runs inline.
         @functools.wraps(fun)
         def call(*args: Any, **kwargs: Any) -> Any:
-            if _trace_state.trace is _eval_trace and (
-                    not _thread_flags.__dict__ or _plain_flags()):
-                if len(args) <= first_static:
-                    for a in args:
-                        kind = type(a)
-                        if kind is _ARRAY or kind is float or (
-                                kind is int and _INT32_LOW <= a < _INT32_END):
-                            continue
-                        if not _plain_operand(a):
-                            break
-                    else:
-                        if not kwargs:
-                            return compiled(*args)
-                        if _plain_keywords(kwargs, static_names):
-                            return compiled(*args, **kwargs)
-                elif _plain_split(args, positions, first_static, trailing) and (
-                        not kwargs or _plain_keywords(kwargs, static_names)):
-                    return compiled(*args, **kwargs)
+            try:
+                return fast(*args, **kwargs)
+            except ValueError:
+                if _hashable(a for i, a in enumerate(args) if i in positions) and _hashable(
+                        v for k, v in kwargs.items() if k in static_names):
+                    raise
             return fun(*args, **kwargs)
-
-        if static:
-            return call
-
-        # No static parameters (every ufunc, matmul, where): the shortest path for
-        # positional operands that are Arrays, floats or int32-range ints.
-        @functools.wraps(fun)
-        def call_operands(*args: Any, **kwargs: Any) -> Any:
-            if not kwargs and _trace_state.trace is _eval_trace and not _thread_flags.__dict__:
-                for a in args:
-                    kind = type(a)
-                    if not (kind is _ARRAY or kind is float or (
-                            kind is int and _INT32_LOW <= a < _INT32_END)):
-                        break
-                else:
-                    return compiled(*args)
-            return call(*args, **kwargs)
-        return call_operands
+        return call
     return decorate
-
-
-def _plain_split(args: tuple, positions: frozenset, first_static: int,
-                 trailing: bool) -> bool:
-    # Operands plain and static values hashable, for a call with static positionals.
-    if trailing:
-        try:
-            hash(args[first_static:])
-        except TypeError:
-            return False
-        return _plain_operands(args[:first_static])
-    return _plain_operands([a for i, a in enumerate(args) if i not in positions]) and _hashable(
-        [a for i, a in enumerate(args) if i in positions])
-
-
-def _hashable(values: list) -> bool:
-    try:
-        hash(tuple(values))
-    except TypeError:
-        return False
-    return True
 
 
 def dtype_of(x: Any) -> np.dtype:

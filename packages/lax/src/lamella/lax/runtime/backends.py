@@ -33,11 +33,14 @@ Shape = tuple[int, ...]
 # Process-wide configuration read by jaxlib's C++ side.
 #
 # The C++ dispatch path and batched_device_put refuse to run until these three
-# states are set. Only x64 joins the jit cache key: flipping it changes how
-# Python scalars and 64-bit NumPy inputs are typed, so it must select other
-# cache entries. Every key Config costs time on every call, so there is one.
+# states are set. Two Configs join the jit cache key (each costs time on every
+# call): x64, which changes how Python scalars and 64-bit NumPy inputs are typed,
+# and the thread's trace context (whether it is tracing, and its `with` overrides
+# of other flags), so that a call made while tracing, or under an override, never
+# runs a program compiled outside one.
 
 _X64 = _jax.config.Config("lamella_enable_x64", False, include_in_jit_key=True)
+_TRACE_CONTEXT = _jax.config.Config("lamella_trace_context", None, include_in_jit_key=True)
 _DISABLE_JIT = _jax.config.Config("lamella_disable_jit", False, include_in_jit_key=False)
 _POST_HOOK = _jax.config.Config("lamella_post_hook", None, include_in_jit_key=False)
 _jax.jax_jit.set_enable_x64_state(_X64)
@@ -67,6 +70,15 @@ def set_x64_in_thread(enabled: bool | None) -> None:
 def set_disable_jit_in_thread(disabled: bool | None) -> None:
     """Like `set_disable_jit`, for this thread only (None: back to the process-wide value)."""
     _mirror(_DISABLE_JIT, disabled, local=True)
+
+
+def set_trace_context_in_thread(context: Any) -> None:
+    """This thread's trace context in the jit cache key: any hashable value, None when
+    the thread is at the top level with no override.
+
+    >>> set_trace_context_in_thread(("tracing",)); set_trace_context_in_thread(None)
+    """
+    _TRACE_CONTEXT.set_local(_jax.config.unset if context is None else context)
 
 
 def set_x64(enabled: bool) -> None:
