@@ -81,3 +81,28 @@ def test_grad_through_in_and_out_shardings_matches_one_device():
     got = lc.jit(lc.grad(loss))(W, X / 10)
     want = lc.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w) ** 2))(W, X / 10)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5)
+
+
+def test_repeated_sharded_calls_run_from_cpp(monkeypatch):
+    # After a call of each signature, C++ runs the program: no plan, no placement in
+    # Python. Host values and Arrays laid out otherwise are placed by the fast path's
+    # fallback; a layout it has not seen is a new signature (Python once, then C++).
+    from lamella.lax import spmd_executor
+    f = lc.jit(lambda a, b, c: a * 2 + b + c, out_shardings=ROWS)
+    spread, replicated = lc.device_put(X, ROWS), lc.device_put(X, NamedSharding(MESH, P()))
+    f(spread, X, 1.5)
+    f(replicated, X, 1.5)
+    planned = []
+    real_plan = spmd_executor.plan
+    monkeypatch.setattr(spmd_executor, "plan", lambda *a: planned.append(1) or real_plan(*a))
+    for a, c in [(spread, 2.5), (replicated, -1.0), (spread, 0.0)]:
+        out = f(a, X, c)
+        assert out.sharding == ROWS
+        np.testing.assert_array_equal(np.asarray(out), X * 2 + X + np.float32(c))
+    assert planned == []
+    columns = lc.device_put(X, COLS)
+    np.testing.assert_array_equal(np.asarray(f(columns, X, 1.0)), X * 3 + 1)
+    assert planned  # a new layout: planned in Python once ...
+    seen = len(planned)
+    f(columns, X, 1.0)
+    assert len(planned) == seen  # ... then run from C++

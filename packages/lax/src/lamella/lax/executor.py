@@ -391,17 +391,25 @@ class XlaExecutor(Executor):
         default = runtime.sharding_for(runtime.default_device())
         if spmd_executor.meshes_in(entry.closed) or any(
                 type(x) is runtime.Array and x._sharding is not default for x in flat):
-            return None  # programs placed by their arguments run from Python
-        program = self.programs.get((id(entry.closed), entry.donated, None,
-                                     runtime.x64_enabled()), (entry.closed,))
+            # A program placed by its arguments: the one the call ran, over its devices.
+            where = spmd_executor.plan(entry.closed, flat)
+            if where is None:
+                return None
+            program = spmd_executor.cached(self.programs, entry.closed, entry.donated, None,
+                                           where)
+        else:
+            program = self.programs.get((id(entry.closed), entry.donated, None,
+                                         runtime.x64_enabled()), (entry.closed,))
         if program is None or program.translates_float0 or debug_nans.active():
             return None
         return program
 
-    def _fast_path_data(self, program: CompiledProgram, out):
+    def _fast_path_data(self, program, out):
         out_leaves, out_treedef = runtime.pytree_registry().flatten(out)
         if len(out_leaves) != len(program.executable.out_avals):
             return None
+        if isinstance(program, spmd_executor.SpmdProgram):
+            return program.executable.fast_path_data(out_treedef)
         return runtime.fast_path_data(program.executable, out_treedef)
 
     def devices(self, backend=None):

@@ -267,10 +267,20 @@ def _match(mesh: Mesh, hlo: Any, ndim: int) -> NamedSharding | None:
     return None
 
 
+def _key(closed: ClosedJaxpr, donated: tuple, options: Any, the_plan: Plan) -> tuple:
+    return ("spmd", id(closed), donated, options, runtime.x64_enabled(), the_plan.key)
+
+
+def cached(cache: Any, closed: ClosedJaxpr, donated: tuple, options: Any,
+           the_plan: Plan) -> SpmdProgram | None:
+    """The SPMD program `compiled` made for this call, if `cache` still holds it."""
+    return cache.get(_key(closed, donated, options, the_plan), (closed,))
+
+
 def compiled(cache: Any, closed: ClosedJaxpr, name: str, donated: tuple, options: Any,
              the_plan: Plan) -> SpmdProgram:
     """The SPMD program for `closed` laid out as `the_plan` says, from `cache` or new."""
-    key = ("spmd", id(closed), donated, options, runtime.x64_enabled(), the_plan.key)
+    key = _key(closed, donated, options, the_plan)
     program = cache.get(key, (closed,))
     if program is None:
         lowered = lower_closed_jaxpr(closed, name=name, donated_invars=donated)

@@ -146,11 +146,19 @@ def fast_path_data(
 
 
 def _shard_arg_fallback(x: Any, sharding: Any, layout: Any) -> Array:
-    # C++ calls this for inputs it cannot place by itself; with single-device
-    # programs that is an Array living on a different number of devices.
-    if not isinstance(sharding, _jax.SingleDeviceSharding):
-        raise TypeError(f"the runtime runs single-device programs only, got {sharding!r}")
-    return device_put(x, sharding._device)
+    # C++ calls this for inputs it cannot place by itself: for a single-device program
+    # an Array living on a different number of devices, for a program over several
+    # devices host values and Arrays laid out otherwise.
+    if isinstance(sharding, _jax.SingleDeviceSharding):
+        return device_put(x, sharding._device)
+    if isinstance(sharding, _jax.GSPMDSharding):
+        from lamella.lax.runtime.spmd import put_sharded  # spmd builds on this module
+        if isinstance(x, Array) and isinstance(x._sharding, _jax.GSPMDSharding) and (
+                tuple(x._sharding._devices) == tuple(sharding._devices)
+                and x._sharding._hlo_sharding == sharding._hlo_sharding):
+            return x  # the same layout under another user-facing name
+        return put_sharded(x, sharding)
+    raise TypeError(f"no placement of an argument over {sharding!r}")
 
 
 def make_fast_function(

@@ -411,6 +411,22 @@ class SpmdExecutable:
     def cost_analysis(self) -> dict[str, float]:
         return dict(self.xla_executable.cost_analysis())
 
+    def fast_path_data(self, out_treedef: Any) -> Any:
+        """What lets later calls of this signature run from C++ (None where they may
+        not: programs over other processes' devices stay in Python). C++ passes an
+        Array laid out as `in_shardings` says as it is, and gives anything else to the
+        fast path's fallback, which lays it out (`put_sharded`)."""
+        from lamella.lax.runtime.fast_path import FastPathData
+        if not all(s.is_fully_addressable for s in self.in_shardings + self.out_shardings):
+            return None
+        n_in, n_out = len(self.in_specs), len(self.out_avals)
+        return FastPathData(
+            xla_executable=self.xla_executable, out_pytree_def=out_treedef,
+            in_shardings=list(self.in_shardings), out_shardings=list(self.out_shardings),
+            out_avals=list(self.out_avals), out_committed=[True] * n_out,
+            kept_var_bitvec=[True] * n_in, in_device_local_layouts=[None] * n_in,
+            const_args=[])
+
 
 def named_candidates(axis_names: Sequence[str], ndim: int) -> list[tuple]:
     """Every way to give each mesh axis (in mesh order) to one array dimension or none:
