@@ -145,19 +145,26 @@ def fast_path_data(
     )
 
 
+# How the fallback lays an argument out over a sharding of a given class, besides one
+# device (the multi-device runtime registers its own).
+_placements: dict[type, Callable[[Any, Any], Array]] = {}
+
+
+def register_placement(sharding_type: type, place: Callable[[Any, Any], Array]) -> None:
+    """`place(x, sharding)` lays `x` out over a `sharding_type` for C++ calls of
+    programs over several devices (host values, Arrays laid out otherwise)."""
+    _placements[sharding_type] = place
+
+
 def _shard_arg_fallback(x: Any, sharding: Any, layout: Any) -> Array:
     # C++ calls this for inputs it cannot place by itself: for a single-device program
     # an Array living on a different number of devices, for a program over several
     # devices host values and Arrays laid out otherwise.
     if isinstance(sharding, _jax.SingleDeviceSharding):
         return device_put(x, sharding._device)
-    if isinstance(sharding, _jax.GSPMDSharding):
-        from lamella.lax.runtime.spmd import put_sharded  # spmd builds on this module
-        if isinstance(x, Array) and isinstance(x._sharding, _jax.GSPMDSharding) and (
-                tuple(x._sharding._devices) == tuple(sharding._devices)
-                and x._sharding._hlo_sharding == sharding._hlo_sharding):
-            return x  # the same layout under another user-facing name
-        return put_sharded(x, sharding)
+    for sharding_type, place in _placements.items():
+        if isinstance(sharding, sharding_type):
+            return place(x, sharding)
     raise TypeError(f"no placement of an argument over {sharding!r}")
 
 

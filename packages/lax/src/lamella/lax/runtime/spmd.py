@@ -51,6 +51,7 @@ from lamella.lax.runtime.backends import (
     make_aval,
     sharding_for,
 )
+from lamella.lax.runtime.fast_path import FastPathData, register_placement
 
 
 class MeshSharding(_jax.GSPMDSharding):
@@ -416,7 +417,6 @@ class SpmdExecutable:
         not: programs over other processes' devices stay in Python). C++ passes an
         Array laid out as `in_shardings` says as it is, and gives anything else to the
         fast path's fallback, which lays it out (`put_sharded`)."""
-        from lamella.lax.runtime.fast_path import FastPathData
         if not all(s.is_fully_addressable for s in self.in_shardings + self.out_shardings):
             return None
         n_in, n_out = len(self.in_specs), len(self.out_avals)
@@ -426,6 +426,18 @@ class SpmdExecutable:
             out_avals=list(self.out_avals), out_committed=[True] * n_out,
             kept_var_bitvec=[True] * n_in, in_device_local_layouts=[None] * n_in,
             const_args=[])
+
+
+def _place_for_cpp(x: Any, sharding: MeshSharding) -> Array:
+    current = getattr(x, "_sharding", None)
+    if isinstance(x, Array) and isinstance(current, _jax.GSPMDSharding) and (
+            tuple(current._devices) == tuple(sharding._devices)
+            and current._hlo_sharding == sharding._hlo_sharding):
+        return x  # the same layout under another user-facing name
+    return put_sharded(x, sharding)
+
+
+register_placement(_jax.GSPMDSharding, _place_for_cpp)
 
 
 def named_candidates(axis_names: Sequence[str], ndim: int) -> list[tuple]:
