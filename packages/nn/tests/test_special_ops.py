@@ -142,8 +142,8 @@ def ref_softmax(x, axis=-1, where=None, log=False):
         shifted = xm - np.max(xm, axis, keepdims=True)
         e = np.exp(shifted)
         total = np.sum(e, axis, keepdims=True)
-        if log:
-            return np.where(w, shifted - np.log(total), -np.inf)
+        if log:  # a log-probability below -3.4e38 is -inf in float32 (as in JAX)
+            return np.where(w, shifted - np.log(total), -np.inf).astype(np.float32)
         return np.where(w, e / total, 0.0)
 
 
