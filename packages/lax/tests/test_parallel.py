@@ -130,6 +130,43 @@ def test_nested_axes_and_tuples_of_names():
                                   np.broadcast_to(xs.T, (2, 3, 2)))
 
 
+def _nested(f, x):
+    return np.asarray(lc.vmap(lc.vmap(f, axis_name="j"), axis_name="i")(x))
+
+
+@pytest.mark.parametrize("names", [("i", "j"), ("j", "i")])
+def test_gather_scatter_and_permute_over_several_vmapped_names(names):
+    # Members are numbered row-major over `names` (JAX 0.10.2 fails an assertion here).
+    x = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    order = x if names == ("i", "j") else x.transpose(1, 0, 2)
+    everyone = order.reshape(6, 4)
+    number = np.arange(6).reshape(order.shape[:2])
+    number = number if names == ("i", "j") else number.T  # member (i, j)'s position
+    gathered = _nested(lambda v: P.all_gather(v, names), x)
+    np.testing.assert_array_equal(gathered, np.broadcast_to(everyone, (2, 3, 6, 4)))
+    tiled = _nested(lambda v: P.all_gather(v, names, tiled=True), x)
+    np.testing.assert_array_equal(tiled, np.broadcast_to(everyone.reshape(-1), (2, 3, 24)))
+    y = np.arange(2 * 3 * 6 * 2, dtype=np.float32).reshape(2, 3, 6, 2)
+    scattered = _nested(lambda v: P.psum_scatter(v, names), y)
+    np.testing.assert_array_equal(scattered, y.sum((0, 1))[number])
+    chunks = _nested(lambda v: P.psum_scatter(v, names, tiled=True), y[..., 0])
+    np.testing.assert_array_equal(chunks, y.sum((0, 1))[:, 0][number][..., None])
+    shifted = _nested(lambda v: P.ppermute(v, names, [(k, k + 1) for k in range(5)]), x)
+    want = np.concatenate([np.zeros((1, 4), np.float32), everyone[:-1]])[number]
+    np.testing.assert_array_equal(shifted, want)
+    swapped = _nested(lambda v: P.ppermute(lax.gt(v, np.float32(5)), names, [(0, 5), (5, 0)]),
+                      x)
+    assert swapped.dtype == np.bool_
+    np.testing.assert_array_equal(swapped[..., 0], number == 0)  # only member 0 hears (True)
+    # the gather's transpose (a scatter over the same names) gives each member its weight
+    weights = np.arange(6, dtype=np.float32)[:, None]
+    grad = lc.grad(lambda v: lax.reduce_sum(lc.vmap(lc.vmap(
+        lambda w: lax.mul(P.all_gather(w, names), weights), axis_name="j"), axis_name="i")(v),
+        (0, 1, 2, 3)))(x)
+    np.testing.assert_array_equal(np.asarray(grad), np.broadcast_to(
+        (6 * number)[..., None], x.shape).astype(np.float32))
+
+
 def test_jit_inside_and_outside_the_vmap():
     x = np.arange(4, dtype=np.float32)
     inside = members(lc.jit(lambda v: P.psum(v, "i")))(x)

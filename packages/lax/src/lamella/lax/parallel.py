@@ -37,7 +37,13 @@ from lamella.lax.conversion import convert_element_type
 from lamella.lax.fill import zeros_like_array
 from lamella.lax.logical import eq
 from lamella.lax.reductions import reduce_max, reduce_min
-from lamella.lax.shapes import concatenate, iota, slice_in_dim
+from lamella.lax.shapes import (
+    broadcast_in_dim,
+    concatenate,
+    dynamic_index_in_dim,
+    iota,
+    slice_in_dim,
+)
 from lamella.lax.standard import standard_primitive
 
 __all__ = ["all_gather", "all_gather_p", "all_to_all", "all_to_all_p", "axis_index",
@@ -324,11 +330,43 @@ def _all_gather_batch(axis_data, vals, dims, *, all_gather_dimension, axis_name,
                                  axis_name=axis_name, axis_index_groups=axis_index_groups,
                                  axis_size=axis_size, tiled=tiled), 0
     _no_groups("all_gather", axis_index_groups)
-    if len(axis_name) > 1:
-        raise NotImplementedError("all_gather over several axis names at once under vmap: "
-                                  "gather over one name at a time")
-    x = _move(_front(x, d, axis_data.size), 0, all_gather_dimension)
+    x = _move(_gather_members(axis_data, x, d, axis_name), 0, all_gather_dimension)
     return (_merge_axes(x, all_gather_dimension) if tiled else x), batching.not_mapped
+
+
+def _around(axis_data, names: tuple) -> tuple[tuple, tuple]:
+    """The names before ours (more major) and after it (more minor) in `names`."""
+    k = names.index(axis_data.name)
+    return names[:k], names[k + 1:]
+
+
+def _gather_members(axis_data, x, d, names: tuple):
+    """Every member's `x` stacked along a new first axis, in the row-major order of
+    `names` (ours among them): our members are the batch, the others' are gathered by
+    the outer transformations, the more minor names first."""
+    before, after = _around(axis_data, names)
+    x = _front(x, d, axis_data.size)
+    member_shape = aval_of(x).shape[1:]
+    if after:
+        x = all_gather_p.bind(x, all_gather_dimension=1, axis_name=after,
+                              axis_index_groups=None, axis_size=_size_of(after), tiled=False)
+    if before:
+        x = all_gather_p.bind(x, all_gather_dimension=0, axis_name=before,
+                              axis_index_groups=None, axis_size=_size_of(before), tiled=False)
+    return reshape(x, (_size_of(names),) + member_shape)
+
+
+def _pick_ours(axis_data, x, names: tuple):
+    """From `x` whose first axis runs over every member of `names` (row-major), the
+    part each of our members owns: batched along a first axis of our size."""
+    before, after = _around(axis_data, names)
+    rest = aval_of(x).shape[1:]
+    n_before, n_after = _size_of(before), _size_of(after)
+    x = reshape(x, (n_before, axis_data.size, n_after) + rest)
+    x = dynamic_index_in_dim(x, axis_index(before) if before else np.int32(0), 0,
+                             keepdims=False)
+    return dynamic_index_in_dim(x, axis_index(after) if after else np.int32(0), 1,
+                                keepdims=False)
 
 
 def _reduce_scatter_batch(axis_data, vals, dims, *, scatter_dimension, axis_name,
@@ -343,14 +381,17 @@ def _reduce_scatter_batch(axis_data, vals, dims, *, scatter_dimension, axis_name
     _reduce_scatter_abstract_eval(_member_aval(x, d), scatter_dimension=scatter_dimension,
                                   axis_name=axis_name, axis_index_groups=None,
                                   axis_size=axis_size, tiled=tiled)
-    if len(axis_name) > 1:
-        raise NotImplementedError("psum_scatter over several axis names at once under vmap: "
-                                  "scatter over one name at a time")
     total = (mul(x, np.array(axis_data.size, aval_of(x).dtype)) if d is batching.not_mapped
              else reduce_sum(x, (d,)))
+    rest = _rest(axis_data, axis_name)
+    if rest:
+        (total,) = psum_p.bind(total, axes=rest, axis_index_groups=None)
     if tiled:
-        total = _split_axis(total, scatter_dimension, axis_data.size)
-    return _move(total, scatter_dimension, 0), 0
+        total = _split_axis(total, scatter_dimension, _size_of(axis_name))
+    total = _move(total, scatter_dimension, 0)
+    if rest:  # each member's part is at its row-major position over all the names
+        return _pick_ours(axis_data, total, axis_name), 0
+    return total, 0
 
 
 batching.fancy_primitive_batchers[all_gather_p] = _all_gather_batch
@@ -533,9 +574,9 @@ def _ppermute_batch(axis_data, vals, dims, *, axis_name, perm):
     (x,), (d,) = vals, dims
     if not _ours(axis_data, axis_name):
         return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
-    if len(axis_name) > 1:
-        raise NotImplementedError("ppermute over several axis names at once under vmap")
     _ppermute_abstract_eval(_member_aval(x, d), axis_name=axis_name, perm=perm)
+    if len(axis_name) > 1:
+        return _ppermute_several(axis_data, x, d, axis_name, perm), 0
     x = _front(x, d, axis_data.size)
     source_of = {dst: src for src, dst in perm}
     # Members that receive nothing get zeros, as with pmap.
@@ -543,6 +584,30 @@ def _ppermute_batch(axis_data, vals, dims, *, axis_name, perm):
     pieces = [slice_in_dim(x, source_of[i], source_of[i] + 1, axis=0) if i in source_of
               else zero for i in range(axis_data.size)]
     return concatenate(pieces, 0), 0
+
+
+def _ppermute_several(axis_data, x, d, names: tuple, perm):
+    # Over several names a member's source depends on its position along the outer
+    # names too: every member's value is gathered, and each of ours picks its source's
+    # with a one-hot row (all zeros where nothing is sent to it).
+    everyone = _gather_members(axis_data, x, d, names)
+    n = _size_of(names)
+    source_of = np.full(n, -1, np.int32)
+    for src, dst in perm:
+        source_of[dst] = src
+    sources = _pick_ours(axis_data, source_of, names)  # [our size] int32
+    dtype = aval_of(everyone).dtype
+    work = np.dtype(np.int32) if dtype == np.dtype(bool) else dtype
+    one_hot = convert_element_type(
+        eq(broadcast_in_dim(sources, (axis_data.size, n), (0,)),
+           broadcast_in_dim(iota(np.int32, n), (axis_data.size, n), (1,))), work)
+    member_shape = aval_of(everyone).shape[1:]
+    full = (axis_data.size, n) + member_shape
+    picked = reduce_sum(mul(
+        broadcast_in_dim(one_hot, full, (0, 1)),
+        broadcast_in_dim(convert_element_type(everyone, work), full,
+                         tuple(range(1, len(full))))), (1,))
+    return convert_element_type(picked, dtype)
 
 
 batching.fancy_primitive_batchers[ppermute_p] = _ppermute_batch
