@@ -121,14 +121,15 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
                              if sizes else "pmap needs at least one mapped argument "
                              "(in_axes all None)")
         size = sizes.pop()
-        available = list(devices) if devices is not None else local_devices(backend=backend)
-        if size > len(available):
-            raise ValueError(f"compiling computation that requires {size} logical devices, "
-                             f"but only {len(available)} XLA devices are available "
-                             f"(num_replicas={size})")
         key = (static_values, tuple(leaf_axes), size)
         run = compiled.get(key)
-        if run is None:
+        if run is None:  # (a cached call's size was checked when it was built)
+            available = list(devices) if devices is not None else local_devices(
+                backend=backend)
+            if size > len(available):
+                raise ValueError(f"compiling computation that requires {size} logical "
+                                 f"devices, but only {len(available)} XLA devices are "
+                                 f"available (num_replicas={size})")
             if devices is None and process_count(backend) > 1:
                 spread = _every_process(size, backend)
                 run = _over_processes(
