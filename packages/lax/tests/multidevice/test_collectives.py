@@ -129,3 +129,19 @@ def test_shard_map_errors():
         lc.shard_map(lambda b: b, mesh=MESH, in_specs=P("i"), out_specs=P("i"))(np.ones(9))
     with pytest.raises(ValueError, match="lacks"):
         lc.shard_map(lambda b: b, mesh=MESH, in_specs=P("z"), out_specs=P("i"))(np.ones(8))
+
+
+def test_pmap_is_traced_once_per_signature(monkeypatch):
+    # The mapping (in_axes, sizes, devices) is worked out when jit traces the call; later
+    # calls with the same shapes and static values run the compiled program directly.
+    from lamella.lax import pmap as pmap_module
+    scale = lc.pmap(lambda v, k: v * k, "i", static_broadcasted_argnums=1)
+    x = np.arange(8, dtype=np.float32).reshape(8, 1)
+    np.testing.assert_array_equal(np.asarray(scale(x, 2.0)), x * 2)
+
+    def no_retrace(*args, **kwargs):
+        raise AssertionError("traced again")
+    monkeypatch.setattr(pmap_module, "_whole", no_retrace)
+    np.testing.assert_array_equal(np.asarray(scale(x + 1, 2.0)), (x + 1) * 2)
+    with pytest.raises(AssertionError, match="traced again"):
+        scale(x, 3.0)  # another static value: another program

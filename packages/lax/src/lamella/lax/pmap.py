@@ -31,6 +31,7 @@ from lamella.core.devices import (
     process_index,
 )
 from lamella.core.devices import devices as all_devices
+from lamella.core.distributed import is_initialized
 from lamella.core.multihost_utils import make_array_from_process_local_data
 from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec
 from lamella.core.tree_util import tree_flatten, tree_unflatten
@@ -104,9 +105,9 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
     name = axis_name if axis_name is not None else "_pmap_axis"
     compiled: dict = {}
 
-    def mapped(*args, **kwargs):
-        if kwargs:
-            raise TypeError("pmap: pass mapped values as positional arguments")
+    def plan(args: tuple) -> tuple:
+        """What a call maps: its dynamic arguments, static values, their positions,
+        each leaf's mapped axis and the mapped size (checked)."""
         dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
         static_values = tuple((i, args[i]) for i in statics if i < len(args))
         positions = [i for i in range(len(args)) if i not in statics]
@@ -120,25 +121,35 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
             raise ValueError(f"pmap got inconsistent sizes for the mapped axes: {sorted(sizes)}"
                              if sizes else "pmap needs at least one mapped argument "
                              "(in_axes all None)")
-        size = sizes.pop()
+        return dynamic, static_values, positions, leaf_axes, sizes.pop()
+
+    def on_this_process(*args):
+        # Traced once per signature (shapes and static values), so the device count
+        # is checked then and every later call runs from jit's C++ dispatcher.
+        dynamic, static_values, positions, leaf_axes, size = plan(args)
+        available = list(devices) if devices is not None else local_devices(backend=backend)
+        if size > len(available):
+            raise ValueError(f"compiling computation that requires {size} logical devices, "
+                             f"but only {len(available)} XLA devices are available "
+                             f"(num_replicas={size})")
+        return _whole(fun, name, static_values, positions, leaf_axes, available[:size],
+                      out_axes)(*dynamic)
+
+    local_call = jit(on_this_process, static_argnums=statics, donate_argnums=donated)
+
+    def mapped(*args, **kwargs):
+        if kwargs:
+            raise TypeError("pmap: pass mapped values as positional arguments")
+        if devices is not None or not _several_processes(backend):
+            return local_call(*args)
+        dynamic, static_values, positions, leaf_axes, size = plan(args)
         key = (static_values, tuple(leaf_axes), size)
         run = compiled.get(key)
-        if run is None:  # (a cached call's size was checked when it was built)
-            available = list(devices) if devices is not None else local_devices(
-                backend=backend)
-            if size > len(available):
-                raise ValueError(f"compiling computation that requires {size} logical "
-                                 f"devices, but only {len(available)} XLA devices are "
-                                 f"available (num_replicas={size})")
-            if devices is None and process_count(backend) > 1:
-                spread = _every_process(size, backend)
-                run = _over_processes(
-                    _build(fun, name, static_values, positions, leaf_axes, spread, out_axes,
-                           ()), spread, name, leaf_axes, out_axes)
-            else:
-                run = _build(fun, name, static_values, positions, leaf_axes,
-                             available[:size], out_axes, donated)
-            compiled[key] = run
+        if run is None:
+            spread = _every_process(size, backend)
+            run = compiled[key] = _over_processes(
+                jit(_whole(fun, name, static_values, positions, leaf_axes, spread, out_axes)),
+                spread, name, leaf_axes, out_axes)
         return run(*dynamic)
 
     mapped.__name__ = getattr(fun, "__name__", "pmap")
@@ -146,7 +157,15 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
     return mapped
 
 
-def _build(fun, name, static_values, positions, leaf_axes, devices, out_axes, donated):
+def _several_processes(backend: str | None) -> bool:
+    # Asked only once distributed.initialize ran: before, the backend may not be
+    # started (and must not be, for initialize to work).
+    return is_initialized() and process_count(backend) > 1
+
+
+def _whole(fun, name, static_values, positions, leaf_axes, devices, out_axes):
+    """The mapped computation over `devices` as one function of the dynamic arguments
+    (shard_map over a one-axis mesh), for jit to trace."""
     grid = np.empty(len(devices), dtype=object)
     grid[:] = devices
     mesh = Mesh(grid, (name,))
@@ -180,8 +199,7 @@ def _build(fun, name, static_values, positions, leaf_axes, devices, out_axes, do
             reshape(slice_in_dim(o, 0, 1, axis=0), np.shape(o)[1:]) if a is None
             else _move(o, 0, a) for o, a in zip(outs, axes)])
 
-    donate = tuple(positions.index(i) for i in donated if i in positions)
-    return jit(whole, donate_argnums=donate)
+    return whole
 
 
 def _every_process(size: int, backend: str | None) -> list:
