@@ -392,9 +392,7 @@ class SpmdExecutable:
                 return a
             if len(self.devices) == 1 and tuple(current._internal_device_list) == self.devices:
                 return Array(a.aval, sharding, [a], True, _skip_checks=True)
-            if (isinstance(current, _jax.GSPMDSharding)
-                    and tuple(current._devices) == self.devices
-                    and current._hlo_sharding == sharding._hlo_sharding):
+            if _same_layout(current, sharding):
                 return a
         elif not (sharding.is_fully_addressable or sharding.is_fully_replicated):
             # As in JAX: each process would pass its own host value, which can't be told
@@ -428,12 +426,17 @@ class SpmdExecutable:
             const_args=[])
 
 
+def _same_layout(current: Any, sharding: MeshSharding) -> bool:
+    """Whether an Array laid out by `current` is already laid out as `sharding` says
+    (the same devices and tiling, whatever user-facing sharding either carries)."""
+    return (isinstance(current, _jax.GSPMDSharding)
+            and tuple(current._devices) == tuple(sharding._devices)
+            and current._hlo_sharding == sharding._hlo_sharding)
+
+
 def _place_for_cpp(x: Any, sharding: MeshSharding) -> Array:
-    current = getattr(x, "_sharding", None)
-    if isinstance(x, Array) and isinstance(current, _jax.GSPMDSharding) and (
-            tuple(current._devices) == tuple(sharding._devices)
-            and current._hlo_sharding == sharding._hlo_sharding):
-        return x  # the same layout under another user-facing name
+    if isinstance(x, Array) and _same_layout(x._sharding, sharding):
+        return x
     return put_sharded(x, sharding)
 
 
