@@ -82,7 +82,8 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape: Sequence[int], dtype: Any, *, sharding: Any = None,
                  weak_type: bool = False):
-        self.shape = tuple(int(d) for d in shape)
+        # Symbolic dimensions (lamella.core.shape_poly's, for export) stay symbolic.
+        self.shape = tuple(d if hasattr(d, "evaluate") else int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.sharding = sharding
         self.weak_type = weak_type
