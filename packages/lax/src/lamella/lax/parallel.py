@@ -70,6 +70,21 @@ def _size_of(names: tuple) -> int:
     return int(np.prod([_bound_axis_size(n) for n in names], dtype=np.int64))
 
 
+def _groups(axis_index_groups: Any, names: tuple, equal: bool) -> tuple | None:
+    """`axis_index_groups` checked against the named axes (every member once) as a tuple of
+    tuples; `equal`: the groups must be one size (gathers, scatters, exchanges, means)."""
+    if axis_index_groups is None:
+        return None
+    groups = tuple(tuple(int(i) for i in g) for g in axis_index_groups)
+    members = [i for g in groups for i in g]
+    if sorted(members) != list(range(_size_of(names))):
+        raise ValueError("axis_index_groups must cover all indices exactly once (each of "
+                         f"0..{_size_of(names) - 1} for the axes {names}), got {list(groups)}")
+    if equal and len({len(g) for g in groups}) > 1:
+        raise ValueError(f"axis_index_groups must all be the same size, got {list(groups)}")
+    return groups
+
+
 def _no_groups(name: str, axis_index_groups: Any) -> None:
     if axis_index_groups is not None:
         raise NotImplementedError(
@@ -156,8 +171,10 @@ def _extreme_jvp(prim):
                 tangents_out.append(t)
                 continue
             hit = convert_element_type(eq(x, m), aval_of(t).dtype)
-            total, count = psum_p.bind(mul(t, hit), hit, axes=axes,
-                                       axis_index_groups=axis_index_groups)
+            # Two binds: the count is a primal value, and partial evaluation would
+            # take it for a tangent if it shared the tangent's psum.
+            (total,) = psum_p.bind(mul(t, hit), axes=axes, axis_index_groups=axis_index_groups)
+            (count,) = psum_p.bind(hit, axes=axes, axis_index_groups=axis_index_groups)
             tangents_out.append(div(total, count))
         return outs, tangents_out
     ad.primitive_jvps[prim] = jvp
@@ -171,7 +188,9 @@ def _reduce_tree(prim, x: Any, axis_name: Any, axis_index_groups: Any) -> Any:
     leaves, tree = tree_flatten(x)
     leaves = [convert_element_type(v, np.int32) if aval_of(v).dtype == np.dtype(bool) else v
               for v in leaves]
-    outs = prim.bind(*leaves, axes=_names(axis_name), axis_index_groups=axis_index_groups)
+    names = _names(axis_name)
+    outs = prim.bind(*leaves, axes=names,
+                     axis_index_groups=_groups(axis_index_groups, names, equal=False))
     return tree_unflatten(tree, outs)
 
 
@@ -214,17 +233,20 @@ def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     Array([3., 3., 3.], dtype=float32)
     """
     names = _names(axis_name)
-    if axis_index_groups is not None:
-        n = len(axis_index_groups[0])
-    else:
-        n = _size_of(names)
-    total = psum(x, names, axis_index_groups=axis_index_groups)
+    groups = _groups(axis_index_groups, names, equal=False)
+    total = psum(x, names, axis_index_groups=groups)
+    # Groups of several sizes: each member divides by its own group's size (JAX divides
+    # every member by the first group's).
+    uneven = groups is not None and len({len(g) for g in groups}) > 1
+    count = psum(np.int32(1), names, axis_index_groups=groups) if uneven else \
+        (len(groups[0]) if groups is not None else _size_of(names))
 
     def mean(v):
         dtype = aval_of(v).dtype
         if not dtypes.is_inexact(dtype):
             v = convert_element_type(v, dtypes.canonicalize_dtype(np.float64))
-        return div(v, np.array(n, aval_of(v).dtype))
+        dtype = aval_of(v).dtype
+        return div(v, convert_element_type(count, dtype) if uneven else np.array(count, dtype))
     return tree_map(mean, total)
 
 
@@ -436,13 +458,14 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
            [1., 2.]], dtype=float32)
     """
     names = _names(axis_name)
-    n = _size_of(names)
+    groups = _groups(axis_index_groups, names, equal=True)
+    n = len(groups[0]) if groups is not None else _size_of(names)
 
     def gather(v):
         ndim = aval_of(v).ndim
         dim = _canonical_axis("all_gather", int(axis), ndim if tiled else ndim + 1)
         return all_gather_p.bind(v, all_gather_dimension=dim, axis_name=names,
-                                 axis_index_groups=axis_index_groups, axis_size=n, tiled=tiled)
+                                 axis_index_groups=groups, axis_size=n, tiled=tiled)
     return tree_map(gather, x)
 
 
@@ -456,13 +479,13 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
     Array([4., 6.], dtype=float32)
     """
     names = _names(axis_name)
-    n = _size_of(names)
+    groups = _groups(axis_index_groups, names, equal=True)
+    n = len(groups[0]) if groups is not None else _size_of(names)
 
     def scatter(v):
         dim = _canonical_axis("psum_scatter", int(scatter_dimension), aval_of(v).ndim)
         return reduce_scatter_p.bind(v, scatter_dimension=dim, axis_name=names,
-                                     axis_index_groups=axis_index_groups, axis_size=n,
-                                     tiled=tiled)
+                                     axis_index_groups=groups, axis_size=n, tiled=tiled)
     return tree_map(scatter, x)
 
 
@@ -474,7 +497,8 @@ all_to_all_p = standard_primitive("all_to_all")
 @all_to_all_p.def_abstract_eval
 def _all_to_all_abstract_eval(x, *, split_axis, concat_axis, axis_name, axis_index_groups,
                               tiled):
-    n = _size_of(_names(axis_name))
+    n = len(axis_index_groups[0]) if axis_index_groups is not None else \
+        _size_of(_names(axis_name))
     shape = list(x.shape)
     if tiled:
         if shape[split_axis] % n:
@@ -541,6 +565,7 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
            [2., 4.]], dtype=float32)
     """
     names = _names(axis_name)
+    groups = _groups(axis_index_groups, names, equal=True)
 
     def exchange(v):
         ndim = aval_of(v).ndim
@@ -548,7 +573,7 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
         concat = _canonical_axis("all_to_all", int(concat_axis), ndim)
         return all_to_all_p.bind(v, split_axis=split, concat_axis=concat,
                                  axis_name=names if len(names) > 1 else names[0],
-                                 axis_index_groups=axis_index_groups, tiled=tiled)
+                                 axis_index_groups=groups, tiled=tiled)
     return tree_map(exchange, x)
 
 

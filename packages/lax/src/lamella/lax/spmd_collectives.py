@@ -4,8 +4,10 @@ the mesh axes they name.
 Each device runs partition `p` of the SPMD program, `p` being its position in
 the mesh (row-major). A collective over axes `A` combines the partitions that
 agree on every other mesh axis: those are its replica groups, each ordered by
-the position along `A` (the first name most significant). Ops carry channel
-handle 1 and `use_global_device_ids`, so the group members are partition ids.
+the position along `A` (the first name most significant). `axis_index_groups`
+splits each of them further: group `g` of the user's is the members at the
+positions `g` lists. Ops carry channel handle 1 and `use_global_device_ids`, so
+the group members are partition ids.
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ def _axes(axis_name: Any) -> tuple:
     return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
 
-def replica_groups(mesh: Any, axes: tuple) -> np.ndarray:
+def replica_groups(mesh: Any, axes: tuple, axis_index_groups: Any = None) -> np.ndarray:
     """The partition ids of each group of devices a collective over `axes` combines,
-    one row per group, ordered by position along `axes`."""
+    one row per group, ordered by position along `axes` (or as `axis_index_groups`
+    orders them; groups shorter than the longest are padded with -1, as XLA takes
+    them)."""
     for a in axes:
         if a not in mesh.axis_names:
             raise NameError(f"unbound axis name: {a!r} is not an axis of the mesh "
@@ -53,7 +57,12 @@ def replica_groups(mesh: Any, axes: tuple) -> np.ndarray:
     inner = [mesh.axis_names.index(a) for a in axes]
     outer = [i for i in range(len(mesh.axis_names)) if i not in inner]
     size = math.prod(mesh.axis_sizes[i] for i in inner)
-    return positions.transpose(outer + inner).reshape(-1, size)
+    rows = positions.transpose(outer + inner).reshape(-1, size)
+    if axis_index_groups is None:
+        return rows
+    width = max(len(g) for g in axis_index_groups)
+    return np.array([list(row[list(g)]) + [-1] * (width - len(g))
+                     for row in rows for g in axis_index_groups], np.int64)
 
 
 def _groups_attr(groups: np.ndarray) -> ir.Attribute:
@@ -77,9 +86,7 @@ def _element_type(value: ir.Value) -> ir.Type:
 
 def _all_reduce(combine: Any, name: str):
     def rule(ctx, *args, axes, axis_index_groups):
-        if axis_index_groups is not None:
-            raise NotImplementedError(f"{name}: axis_index_groups is not supported")
-        groups = replica_groups(_mesh(ctx, name), _axes(axes))
+        groups = replica_groups(_mesh(ctx, name), _axes(axes), axis_index_groups)
         outs = []
         for x in args:
             op = hlo.AllReduceOp([x.type], [x], _groups_attr(groups), channel_handle=_channel(),
@@ -137,9 +144,7 @@ register_lowering(axis_index_p, _axis_index)
 
 def _all_gather(ctx, x, *, all_gather_dimension, axis_name, axis_index_groups, axis_size,
                 tiled):
-    if axis_index_groups is not None:
-        raise NotImplementedError("all_gather: axis_index_groups is not supported")
-    groups = replica_groups(_mesh(ctx, "all_gather"), _axes(axis_name))
+    groups = replica_groups(_mesh(ctx, "all_gather"), _axes(axis_name), axis_index_groups)
     aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
     if not tiled:
         shape = list(aval_in.shape)
@@ -156,9 +161,7 @@ register_lowering(all_gather_p, _all_gather)
 
 def _reduce_scatter(ctx, x, *, scatter_dimension, axis_name, axis_index_groups, axis_size,
                     tiled):
-    if axis_index_groups is not None:
-        raise NotImplementedError("psum_scatter: axis_index_groups is not supported")
-    groups = replica_groups(_mesh(ctx, "psum_scatter"), _axes(axis_name))
+    groups = replica_groups(_mesh(ctx, "psum_scatter"), _axes(axis_name), axis_index_groups)
     aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
     shape = list(aval_in.shape)
     shape[scatter_dimension] //= groups.shape[1]
@@ -177,9 +180,7 @@ register_lowering(reduce_scatter_p, _reduce_scatter)
 
 
 def _all_to_all(ctx, x, *, split_axis, concat_axis, axis_name, axis_index_groups, tiled):
-    if axis_index_groups is not None:
-        raise NotImplementedError("all_to_all: axis_index_groups is not supported")
-    groups = replica_groups(_mesh(ctx, "all_to_all"), _axes(axis_name))
+    groups = replica_groups(_mesh(ctx, "all_to_all"), _axes(axis_name), axis_index_groups)
     n = groups.shape[1]
     aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
     if tiled:
