@@ -238,7 +238,7 @@ def test_jax_batch_polymorphic_export_runs_at_any_batch_size():
     with open(os.path.join(DATA, "batch_polymorphic.exported"), "rb") as f:
         exp = export.deserialize(f.read())
     b = export.symbolic_shape("b, 4")[0]
-    assert isinstance(b, export.SymbolicDim) and exp.in_avals[0].shape == (b, 4)
+    assert export.is_symbolic_dim(b) and exp.in_avals[0].shape == (b, 4)
     assert exp.in_avals[0].str_short() == "f32[b,4]" and exp.out_avals[0].shape == (b,)
     data = np.load(os.path.join(DATA, "batch_polymorphic.npz"))
     y = data["arg1"]

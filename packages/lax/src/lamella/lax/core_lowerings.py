@@ -16,6 +16,7 @@ from lamella.core.call_rules import on_new_call_primitive
 from lamella.core.checkpoint import name_p, remat_p
 from lamella.core.jit import jit_p
 from lamella.core.linear_call import linear_call_p
+from lamella.lax import symbolic_lowering
 from lamella.lax.executor import compiled_eagerly
 from lamella.lax.lowering import (
     aval_to_ir_type,
@@ -41,9 +42,9 @@ def _add_any(ctx, x, y):
 
 register_lowering(structural.add_any_p, _add_any)
 register_lowering(structural.broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions: [
-    hlo.broadcast_in_dim(aval_to_ir_type(ctx.avals_out[0]), x, list(broadcast_dimensions))])
+    symbolic_lowering.broadcast_in_dim(ctx.avals_out[0], x, broadcast_dimensions)])
 register_lowering(structural.reshape_p, lambda ctx, x, *, new_sizes, dimensions: [
-    hlo.reshape(aval_to_ir_type(ctx.avals_out[0]), x)])
+    symbolic_lowering.reshape(ctx.avals_out[0], x)])
 register_lowering(structural.transpose_p, lambda ctx, x, *, permutation: [
     hlo.transpose(x, list(permutation))])
 register_lowering(structural.stop_gradient_p, lambda ctx, x: [x])

@@ -23,10 +23,11 @@ from jaxlib import _jax
 from lamella.core import ShapedArray, batching
 from lamella.core.avals import get_aval
 from lamella.core.export import (
+    DimExpr,
     DisabledSafetyCheck,
     ExportBackend,
     Exported,
-    SymbolicDim,
+    is_symbolic,
     maximum_supported_calling_convention_version,
     minimum_supported_calling_convention_version,
     register_backend,
@@ -90,7 +91,12 @@ def _lower(fun_jit: Any, args: tuple, kwargs: dict, platform: str) -> tuple:
 def _module_bytes(module: ir.Module) -> bytes:
     with module.context:
         copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
-        copy.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(False)
+        main = ir.SymbolTable(copy.operation)["main"]
+        inputs = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs
+        # JAX refines the shapes of a module that says it is polymorphic before compiling.
+        polymorphic = any(isinstance(t, ir.RankedTensorType) and not t.has_static_shape
+                          for t in inputs)
+        copy.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(polymorphic)
     return _jax.mlir.serialize_portable_artifact(copy, _target_version(), False)
 
 
@@ -124,38 +130,54 @@ def _call(exported: Exported, flat: Sequence[Any]) -> list[Any]:
     if len(flat) != len(exported.in_avals):
         raise TypeError(f"{exported.fun_name} takes {len(exported.in_avals)} arrays, "
                         f"got {len(flat)}")
-    bindings: dict[SymbolicDim, int] = {}
-    shapes = []
-    for i, (x, aval) in enumerate(zip(flat, exported.in_avals)):
-        given = get_aval(x)
-        shapes.append(tuple(given.shape))
-        if not _matches(given, aval, bindings):
+    given = [get_aval(x) for x in flat]
+    for i, (g, aval) in enumerate(zip(given, exported.in_avals)):
+        if g.dtype != aval.dtype or len(g.shape) != len(aval.shape) or any(
+                not isinstance(d, DimExpr) and d != n for d, n in zip(aval.shape, g.shape)):
             raise TypeError(f"argument {i} of the exported function {exported.fun_name}: "
-                            f"expected {aval.str_short()}, got {given.str_short()}"
-                            + (f" (with {_show(bindings)})" if bindings else ""))
-    if bindings:
-        exported = _specialized(exported, tuple(shapes))
+                            f"expected {aval.str_short()}, got {g.str_short()}")
+    shapes = tuple(tuple(g.shape) for g in given)
+    if any(is_symbolic(a) for a in exported.in_avals):
+        _check_dimensions(exported, shapes)
+        exported = _specialized(exported, shapes)
     return call_exported_p.bind(*flat, exported=exported)
 
 
-def _matches(given: Any, aval: ShapedArray, bindings: dict[SymbolicDim, int]) -> bool:
-    """Whether ``given`` fits ``aval``, binding its dimension variables on the way."""
-    if given.dtype != aval.dtype or len(given.shape) != len(aval.shape):
-        return False
-    for size, dim in zip(given.shape, aval.shape):
-        if isinstance(dim, SymbolicDim):
-            if not dim.is_variable:
-                raise ValueError(f"dimension {dim!r}: lamella calls exports whose symbolic "
-                                 "dimensions are plain variables ('b'), not expressions")
-            if bindings.setdefault(dim, size) != size:
-                return False
-        elif dim != size:
-            return False
-    return True
-
-
-def _show(bindings: dict[SymbolicDim, int]) -> str:
-    return ", ".join(f"{k} = {v}" for k, v in bindings.items())
+def _check_dimensions(exported: Exported, shapes: tuple[tuple[int, ...], ...]) -> None:
+    """Solves the dimension variables from the argument sizes and checks that every
+    symbolic dimension and constraint holds, naming the one that does not."""
+    values: dict[str, int] = {}
+    origin: dict[str, str] = {}
+    for i, (aval, shape) in enumerate(zip(exported.in_avals, shapes)):
+        for axis, (d, n) in enumerate(zip(aval.shape, shape)):
+            name = d.variable_name if isinstance(d, DimExpr) else None
+            if name is not None and name not in values:
+                values[name], origin[name] = n, f"args[{i}].shape[{axis}]"
+    who = f"the exported function {exported.fun_name}"
+    found = ", ".join(f"'{v}' = {n} from {origin[v]}" for v, n in values.items())
+    for name, n in values.items():
+        if n < 1:
+            raise ValueError(f"{who}: expected value >= 1 for dimension variable '{name}', "
+                             f"got {name} = {n} from {origin[name]}")
+    scopes = {}
+    for i, (aval, shape) in enumerate(zip(exported.in_avals, shapes)):
+        for axis, (d, n) in enumerate(zip(aval.shape, shape)):
+            if not isinstance(d, DimExpr):
+                continue
+            scopes[id(d.scope)] = d.scope
+            missing = d.variables() - values.keys()
+            if missing:
+                raise ValueError(f"{who}: dimension variables {sorted(missing)} of '{d}' are "
+                                 "not the size of any argument dimension")
+            if d.evaluate(values) != n:
+                raise ValueError(f"{who}: args[{i}].shape[{axis}] is {n}, but the "
+                                 f"specification '{d}' is {d.evaluate(values)} (with {found})")
+    for scope in scopes.values():
+        for kind, diff, text in scope.constraints:
+            value = diff.evaluate(values)
+            if (value != 0) if kind == "==" else (value < 0):
+                raise ValueError(f"{who}: the arguments violate the symbolic shape "
+                                 f"constraint {text} (with {found})")
 
 
 # Shape-polymorphic Exporteds specialized to the argument shapes they were called with.

@@ -11,8 +11,9 @@ import numpy as np
 from lamella.core import ShapedArray, ad, dtypes
 from lamella.core.structural import broadcast_in_dim
 from lamella.core.trace import aval_of
+from lamella.lax import symbolic_lowering
 from lamella.lax.conversion import convert_element_type
-from lamella.lax.lowering import aval_to_ir_type, constant, hlo, register_lowering
+from lamella.lax.lowering import constant, register_lowering
 from lamella.lax.standard import canonicalize_shape, check_out_sharding, standard_primitive
 
 __all__ = ["empty", "empty_p", "full", "full_like", "zeros_like_array"]
@@ -78,6 +79,6 @@ def _empty_abstract_eval(*, shape, dtype, out_sharding) -> ShapedArray:
 
 
 register_lowering(empty_p, lambda ctx, *, shape, dtype, out_sharding: [
-    hlo.broadcast_in_dim(aval_to_ir_type(ctx.avals_out[0]),
-                         constant(0, ctx.avals_out[0].dtype), [])])
+    symbolic_lowering.broadcast_in_dim(ctx.avals_out[0], constant(0, ctx.avals_out[0].dtype),
+                                       [])])
 ad.defjvp_zero(empty_p)

@@ -32,6 +32,7 @@ module @jit_f attributes {...} {
 
 from __future__ import annotations
 
+import contextlib
 import io
 import threading
 from collections.abc import Callable, Sequence
@@ -46,6 +47,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from lamella.core import ShapedArray, dtypes
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from lamella.core.shape_poly import DimExpr, is_symbolic_shape
 from lamella.core.staging import trace_to_jaxpr
 from lamella.lax import mlir_context
 from lamella.lax.mlir_context import element_type, make_context
@@ -98,12 +100,21 @@ def _physical(aval: ShapedArray) -> np.dtype:
 
 
 def _array_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
-    if any(d < 0 for d in aval.shape):
+    if any(type(d) is not int or d < 0 for d in aval.shape):
+        return _unusual_ir_type(aval)
+    return ir.RankedTensorType.get(list(aval.shape), element_type(_physical(aval)))
+
+
+def _unusual_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
+    # Symbolic dimensions (shape-polymorphic export) are dynamic sizes.
+    dynamic = ir.ShapedType.get_dynamic_size()
+    shape = [dynamic if isinstance(d, DimExpr) else int(d) for d in aval.shape]
+    if any(d < 0 and d != dynamic for d in shape):
         # A primitive whose abstract eval let a negative size through (each one should
         # catch it): say so instead of MLIR's bare "invalid tensor dimension size".
         raise TypeError(f"cannot lower a value of shape {aval.shape}: dimensions must be "
                         ">= 0")
-    return ir.RankedTensorType.get(list(aval.shape), element_type(_physical(aval)))
+    return ir.RankedTensorType.get(shape, element_type(_physical(aval)))
 
 
 # The MLIR type of each kind of abstract value (a table other kinds register in).
@@ -140,6 +151,9 @@ def dtype_to_ir_type(dtype: Any) -> ir.Type:
 
 def constant(value: Any, dtype: Any = None) -> ir.Value:
     """A `stablehlo.constant` holding a NumPy value (a splat when it is uniform)."""
+    if type(value) is DimExpr:  # a symbolic dimension's value, from the variables
+        from lamella.lax.symbolic_lowering import dim_value
+        return dim_value(value, np.dtype(dtype or np.int64))
     array = np.asarray(value, dtype=dtype)
     if array.dtype == dtypes.float0:
         array = np.zeros(array.shape, bool)
@@ -259,8 +273,13 @@ def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
 
     overrides = ctx.lowering_parameters.override_lowering_rules or ()
     platform, rules = ctx.platform, {}
+    check_symbolic = None
+    if _symbolic_lowering.depth:
+        from lamella.lax.symbolic_lowering import check_supported as check_symbolic
     for eqn in jaxpr.eqns:
         primitive = eqn.primitive
+        if check_symbolic is not None:
+            check_symbolic(primitive, [v.aval for v in (*eqn.invars, *eqn.outvars)])
         rule = rules.get(primitive)
         if rule is None:
             rule = rules[primitive] = _rule_for(primitive, platform, overrides)
@@ -274,6 +293,31 @@ def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
                              f"values for {len(eqn.outvars)} outputs")
         env.update(zip(eqn.outvars, outs))
     return [read(v) for v in jaxpr.outvars]
+
+
+class _SymbolicLowering(threading.local):
+    """How many functions with symbolic argument shapes are being lowered."""
+
+    depth = 0
+
+
+_symbolic_lowering = _SymbolicLowering()
+
+
+@contextlib.contextmanager
+def _symbolic_function(avals: Sequence[Any], args: Sequence[ir.Value], main: bool = False):
+    """Lowers a function body whose arguments may have symbolic shapes: its dimension
+    variables are read from the arguments (lamella.lax.symbolic_lowering)."""
+    if not any(is_symbolic_shape(getattr(a, "shape", ())) for a in avals):
+        yield
+        return
+    from lamella.lax.symbolic_lowering import SymbolicFunction
+    _symbolic_lowering.depth += 1
+    try:
+        with SymbolicFunction(avals, args, main=main):
+            yield
+    finally:
+        _symbolic_lowering.depth -= 1
 
 
 def closed_consts(closed: ClosedJaxpr) -> list[ir.Value]:
@@ -291,7 +335,7 @@ def _define_function(ctx: ModuleContext, closed: ClosedJaxpr, name: str,
         fn = func.FuncOp(symbol, (in_types, out_types))
         fn.attributes["sym_visibility"] = ir.StringAttr.get("public" if public else "private")
         entry = fn.add_entry_block()
-        with ir.InsertionPoint(entry):
+        with ir.InsertionPoint(entry), _symbolic_function(closed.in_avals, entry.arguments):
             outs = lower_jaxpr(ctx, closed.jaxpr, closed_consts(closed), entry.arguments)
             func.ReturnOp(outs)
     return fn
@@ -413,7 +457,8 @@ def lower_closed_jaxpr(closed: ClosedJaxpr, *, name: str,
                 ir.DictAttr.get({"jax.result_info": ir.StringAttr.get(f"result[{i}]")})
                 for i in range(len(out_types))])
             entry = main.add_entry_block()
-            with ir.InsertionPoint(entry):
+            with ir.InsertionPoint(entry), _symbolic_function(closed.in_avals, entry.arguments,
+                                                              main=True):
                 args = [hlo.after_all([]) if t == token else a
                         for t, a in zip(in_types, entry.arguments)]
                 outs = lower_jaxpr(ctx, closed.jaxpr, closed_consts(closed), args)

@@ -155,12 +155,15 @@ def shape_and_dtype(type_: ir.Type) -> tuple[Shape, np.dtype]:
         raise TypeError(f"expected a ranked tensor type, got {type_}")
     if not tensor.has_static_shape:
         raise TypeError(f"dynamic shapes are not supported: {type_}")
+    return tuple(tensor.shape), _element_dtype(tensor)
+
+
+def _element_dtype(tensor: ir.RankedTensorType) -> np.dtype:
     spelling = str(tensor.element_type)
     try:
-        dt = _MLIR_TO_DTYPE[spelling]
+        return _MLIR_TO_DTYPE[spelling]
     except KeyError:
         raise TypeError(f"element type {spelling} has no NumPy dtype") from None
-    return tuple(tensor.shape), dt
 
 
 def dtype_of(value: ir.Value) -> np.dtype:
@@ -170,7 +173,9 @@ def dtype_of(value: ir.Value) -> np.dtype:
     ...     dtype_of(stablehlo.constant(ir.DenseElementsAttr.get(np.zeros(2, np.int8))))
     dtype('int8')
     """
-    return shape_and_dtype(value.type)[1]
+    if not isinstance(value.type, ir.RankedTensorType):
+        raise TypeError(f"expected a ranked tensor type, got {value.type}")
+    return _element_dtype(value.type)  # of dynamic shapes too (shape-polymorphic export)
 
 
 def main_function(module: ir.Module) -> func.FuncOp:

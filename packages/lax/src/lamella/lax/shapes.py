@@ -28,11 +28,12 @@ import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes, jit, structural
 from lamella.core.trace import Tracer, aval_of
+from lamella.lax import symbolic_lowering
 from lamella.lax.arithmetic import add, sub
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.fill import full
 from lamella.lax.logical import bitwise_and, clamp, lt, ne, select, shift_right_logical
-from lamella.lax.lowering import aval_to_ir_type, hlo, register_lowering
+from lamella.lax.lowering import hlo, register_lowering
 from lamella.lax.runtime import Array
 from lamella.lax.standard import (
     BOOL,
@@ -190,7 +191,7 @@ def _squeeze_batch(args, dims, *, dimensions):
 ad.deflinear2(squeeze_p, lambda ct, x, *, dimensions: [structural.reshape(ct, x.aval.shape)])
 batching.primitive_batchers[squeeze_p] = _squeeze_batch
 register_lowering(squeeze_p, lambda ctx, x, *, dimensions: [
-    hlo.reshape(aval_to_ir_type(ctx.avals_out[0]), x)])
+    symbolic_lowering.reshape(ctx.avals_out[0], x)])
 
 # --- rev ----------------------------------------------------------------------
 rev_p = standard_primitive("rev")
@@ -439,7 +440,7 @@ def _slice_batch(args, dims, *, start_indices, limit_indices, strides):
 
 def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
     strides = strides or (1,) * len(start_indices)
-    return [hlo.slice(x, list(start_indices), list(limit_indices), list(strides))]
+    return [symbolic_lowering.slice(ctx.avals_out[0], x, start_indices, limit_indices, strides)]
 
 
 ad.deflinear2(slice_p, _slice_transpose)
@@ -880,7 +881,7 @@ def _iota_abstract_eval(*, dtype, shape, dimension, sharding) -> ShapedArray:
 
 
 register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension, sharding: [
-    hlo.iota(aval_to_ir_type(ctx.avals_out[0]), dimension)])
+    symbolic_lowering.iota(ctx.avals_out[0], dimension)])
 
 # --- split --------------------------------------------------------------------
 split_p = standard_primitive("split", multiple_results=True)

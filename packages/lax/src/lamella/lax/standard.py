@@ -27,8 +27,9 @@ from lamella.core import Primitive, ShapedArray, ad, batching, dtypes
 from lamella.core.jaxpr import pp_eqn, pp_eqn_rules
 from lamella.core.structural import broadcast_in_dim, reduce_sum, reshape
 from lamella.core.trace import aval_of
+from lamella.lax import symbolic_lowering
 from lamella.lax.executor import compiled_eagerly
-from lamella.lax.lowering import hlo, ir, register_lowering
+from lamella.lax.lowering import ir, register_lowering
 
 # Dtype categories that primitives accept.
 BOOL, SINT, UINT, FLOAT, COMPLEX = "bool", "signed integer", "unsigned integer", "floating", \
@@ -211,8 +212,8 @@ def broadcast_to_result(ctx, values: Sequence[ir.Value]) -> list[ir.Value]:
     out = []
     for value, aval in zip(values, ctx.avals_in):
         if aval.shape != shape:
-            result_type = ir.RankedTensorType.get(list(shape), value.type.element_type)
-            value = hlo.broadcast_in_dim(result_type, value, list(range(aval.ndim)))
+            value = symbolic_lowering.broadcast_in_dim(ctx.avals_out[0].update(dtype=aval.dtype),
+                                                       value, range(aval.ndim))
         out.append(value)
     return out
 

@@ -17,13 +17,10 @@ from lamella.core.export.exported import (
     DisabledSafetyCheck,
     ExportBackend,
     Exported,
-    SymbolicDim,
     is_symbolic,
-    is_symbolic_dim,
     maximum_supported_calling_convention_version,
     minimum_supported_calling_convention_version,
     register_backend,
-    symbolic_shape,
 )
 from lamella.core.export.exporting import default_export_platform, export
 from lamella.core.export.serialization import (
@@ -31,6 +28,14 @@ from lamella.core.export.serialization import (
     register_namedtuple_serialization,
     register_pytree_node_serialization,
     serialize,
+)
+from lamella.core.shape_poly import (
+    DimExpr,
+    InconclusiveDimensionOperation,
+    SymbolicScope,
+    is_symbolic_dim,
+    symbolic_args_specs,
+    symbolic_shape,
 )
 
 __all__ = [
@@ -44,7 +49,10 @@ __all__ = [
     "maximum_supported_calling_convention_version",
     "register_backend",
     "symbolic_shape",
-    "SymbolicDim",
+    "symbolic_args_specs",
+    "SymbolicScope",
+    "DimExpr",
+    "InconclusiveDimensionOperation",
     "is_symbolic",
     "is_symbolic_dim",
     "DisabledSafetyCheck",

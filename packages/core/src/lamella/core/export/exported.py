@@ -15,61 +15,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lamella.core.avals import ShapedArray
+
+# serialization.py reads the shapes of avals with symbolic_shape.
+from lamella.core.shape_poly import is_symbolic_shape, symbolic_shape  # noqa: F401
 from lamella.core.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 # Calling conventions of the module's @main (JAX 0.10.2's range): 9 adds the
 # platform index and dimension-variable arguments, 10 keeps unused arguments.
 minimum_supported_calling_convention_version = 9
 maximum_supported_calling_convention_version = 10
-
-
-class SymbolicDim(str):
-    """A dimension named by a variable (``"b"``) or an expression of variables
-    (``"2*b + 1"``), as JAX writes it; it prints and serializes as its text."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    @property
-    def is_variable(self) -> bool:
-        return self.isidentifier()
-
-
-def symbolic_shape(shape_spec: str | None) -> tuple[int | SymbolicDim, ...]:
-    """The shape written in ``shape_spec``: integers, and `SymbolicDim`s for the rest.
-
-    >>> symbolic_shape("b, 4")
-    (b, 4)
-    >>> symbolic_shape("")
-    ()
-    """
-    if shape_spec is None:
-        return ()
-    spec = shape_spec.strip()
-    if spec.startswith("(") and spec.endswith(")"):
-        spec = spec[1:-1]
-    dims: list[int | SymbolicDim] = []
-    for part in (p.strip() for p in spec.split(",")):
-        if not part:
-            continue
-        if part.lstrip("-").isdigit():
-            dims.append(int(part))
-        elif all(c.isalnum() or c in "_+-*/ ()" for c in part):
-            dims.append(SymbolicDim(" ".join(part.split())))
-        else:
-            raise ValueError(f"invalid dimension {part!r} in shape {shape_spec!r}")
-    return tuple(dims)
-
-
-def is_symbolic_dim(dim: Any) -> bool:
-    """Whether ``dim`` is a symbolic dimension (JAX's name).
-
-    >>> is_symbolic_dim(symbolic_shape("b")[0]), is_symbolic_dim(4)
-    (True, False)
-    """
-    return isinstance(dim, SymbolicDim)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +49,8 @@ class DisabledSafetyCheck:
 
 
 def is_symbolic(aval: Any) -> bool:
-    return any(isinstance(d, SymbolicDim) for d in aval.shape)
+    """Whether ``aval``'s shape has a symbolic dimension."""
+    return is_symbolic_shape(aval.shape)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

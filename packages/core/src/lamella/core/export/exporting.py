@@ -12,6 +12,7 @@ from lamella.core.export.exported import (
     Exported,
     _backend,
     _operations,
+    is_symbolic,
     maximum_supported_calling_convention_version,
 )
 from lamella.core.jit import jit
@@ -79,7 +80,8 @@ def _export(fun_jit: Callable[..., Any], args: tuple, kwargs: dict,
         disabled_safety_checks=disabled_checks,
         mlir_module_serialized=backend.module_bytes(module),
         calling_convention_version=maximum_supported_calling_convention_version,
-        module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=False,
+        module_kept_var_idx=tuple(range(len(in_avals))),
+        uses_global_constants=any(is_symbolic(a) for a in in_avals),
         _get_vjp=lambda primal: _export_vjp(fun_jit, primal))
 
 

@@ -1,0 +1,653 @@
+"""Symbolic dimensions for shape-polymorphic export (JAX's `jax.export` shape polymorphism).
+
+A `DimExpr` is an integer polynomial over dimension variables (``b``, ``n``),
+whose factors may also be ``floordiv(e, k)`` and ``mod(e, k)`` of another
+expression by a constant. Arithmetic with ints and other expressions stays
+symbolic; a result that is a constant comes back as a Python int. Every
+dimension variable is >= 1, and a `SymbolicScope` may add constraints
+(``"b >= 16"``). A comparison is decided from bounds over all admissible
+values, or raises `InconclusiveDimensionOperation`; ``==`` is never
+inconclusive: it is True only for expressions that are provably equal
+(JAX's choice, since hashing relies on it).
+
+>>> b, n = symbolic_shape("b, n")
+>>> (2 * b + n) * 3 - b
+5*b + 3*n
+>>> (b * 4) // 4, b >= 1, b == 4
+(b, True, False)
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
+
+import numpy as np
+
+from lamella.core import dtypes
+from lamella.core.avals import ShapedArray
+from lamella.core.errors import InconclusiveDimensionOperation as _CoreInconclusive
+
+__all__ = ["DimExpr", "InconclusiveDimensionOperation", "SymbolicScope", "all_dim_vars",
+           "evaluate_shape", "is_symbolic_dim", "is_symbolic_shape", "symbolic_args_specs",
+           "symbolic_shape"]
+
+DimSize = Union[int, "DimExpr"]
+
+_HELP = ("\n\nThis error arises for comparison operations with shapes that are non-constant, "
+         "and the result of the operation cannot be represented as a boolean value for all "
+         "values of the symbolic dimensions involved.\n")
+
+
+class InconclusiveDimensionOperation(_CoreInconclusive):
+    """A comparison or conversion of symbolic dimensions with no single answer."""
+
+    def __init__(self, message: str):
+        super().__init__(message + _HELP)
+
+
+# A factor is a variable name, or (operation, operand, divisor) for floordiv and mod.
+# A term (monomial) is a sorted tuple of (factor, exponent); the constant term is ().
+_Factor = str | tuple
+_Term = tuple
+
+
+def _factor_str(f: _Factor) -> str:
+    return f if isinstance(f, str) else f"{f[0]}({f[1]}, {f[2]})"
+
+
+def _term_str(term: _Term) -> str:
+    return "*".join(_factor_str(f) if k == 1 else f"{_factor_str(f)}^{k}" for f, k in term)
+
+
+def _term_key(term: _Term) -> tuple:
+    # Higher degree first, then by name: "5*b + 3*n", constants last (JAX's order).
+    return (-sum(k for _, k in term), _term_str(term))
+
+
+class SymbolicScope:
+    """The constraints that hold for the dimension variables of one export, e.g.
+    ``SymbolicScope(["b >= 16", "b <= 1024"])`` (forms ``e1 >= e2``, ``e1 <= e2``,
+    ``e1 == e2``). Comparisons consult them; `Exported.call` checks them."""
+
+    def __init__(self, constraints_str: Sequence[str] = ()):
+        if isinstance(constraints_str, str):
+            raise ValueError("The symbolic constraints should be a sequence of strings. "
+                             f"Got {constraints_str!r}")
+        self.constraints: list[tuple[str, DimSize, str]] = []  # (">=" or "==", e1 - e2, text)
+        for text in constraints_str:
+            self._add(text)
+
+    def _add(self, text: str) -> None:
+        for op in (">=", "<=", "=="):
+            if op in text:
+                left, right = text.split(op, 1)
+                e1, e2 = _parse_expr(left, self), _parse_expr(right, self)
+                break
+        else:
+            raise ValueError(f"Constraint parsing error: must contain one of '==' or '>=' or "
+                             f"'<=' in {text!r}")
+        diff = e2 - e1 if op == "<=" else e1 - e2
+        kind = "==" if op == "==" else ">="
+        if not isinstance(diff, DimExpr):
+            holds = diff == 0 if kind == "==" else diff >= 0
+            if not holds:
+                raise ValueError(f"Unsatisfiable explicit constraint: {text}")
+            return
+        self.constraints.append((kind, diff, text.strip()))
+
+    def __str__(self) -> str:
+        return "\n".join(f"  {text}" for _, _, text in self.constraints)
+
+    def variable_bounds(self, var: str) -> tuple[float, float]:
+        """The bounds the constraints put on ``var`` (beyond >= 1) when they are of the
+        form ``k*var + c >= 0`` or ``k*var + c == 0``."""
+        lo, hi = 1.0, math.inf
+        for kind, diff, _ in self.constraints:
+            terms = diff._terms
+            linear = [(t, c) for t, c in terms if t]
+            if len(linear) != 1 or linear[0][0] != ((var, 1),):
+                continue
+            k, c = linear[0][1], dict(terms).get((), 0)
+            if kind == "==":
+                lo = hi = -c / k
+            elif k > 0:
+                lo = max(lo, math.ceil(-c / k))
+            else:
+                hi = min(hi, math.floor(-c / k))
+        return lo, hi
+
+
+_default_scope = SymbolicScope()
+
+
+class DimExpr:
+    """A symbolic dimension: an integer polynomial over dimension variables."""
+
+    __slots__ = ("_terms", "_scope", "_hash")
+
+    def __init__(self, terms: Mapping[_Term, int], scope: SymbolicScope):
+        self._terms = tuple(sorted(((t, c) for t, c in terms.items() if c),
+                                   key=lambda tc: _term_key(tc[0])))
+        self._scope = scope
+        self._hash = hash(self._terms)
+
+    @staticmethod
+    def _normalized(terms: Mapping[_Term, int], scope: SymbolicScope) -> DimSize:
+        nonzero = {t: c for t, c in terms.items() if c}
+        if not nonzero:
+            return 0
+        if list(nonzero) == [()]:
+            return nonzero[()]
+        return DimExpr(nonzero, scope)
+
+    @classmethod
+    def variable(cls, name: str, scope: SymbolicScope | None = None) -> DimExpr:
+        return cls({((name, 1),): 1}, scope or _default_scope)
+
+    @property
+    def scope(self) -> SymbolicScope:
+        return self._scope
+
+    # --- arithmetic ----------------------------------------------------------
+    def _join_scope(self, other: Any) -> SymbolicScope:
+        if isinstance(other, DimExpr) and other._scope is not self._scope \
+                and not self._scope.constraints:
+            return other._scope
+        return self._scope
+
+    def _terms_of(self, other: Any) -> dict | None:
+        if isinstance(other, DimExpr):
+            return dict(other._terms)
+        if isinstance(other, (int, np.integer)) and not isinstance(other, bool):
+            return {(): int(other)}
+        return None
+
+    def __add__(self, other: Any) -> Any:
+        theirs = self._terms_of(other)
+        if theirs is None:
+            return _as_value(self).__add__(other) if _is_traced(other) else NotImplemented
+        out = dict(self._terms)
+        for t, c in theirs.items():
+            out[t] = out.get(t, 0) + c
+        return DimExpr._normalized(out, self._join_scope(other))
+
+    def __radd__(self, other: Any) -> Any:
+        if self._terms_of(other) is None:
+            return _as_value(self).__radd__(other) if _is_traced(other) else NotImplemented
+        return self.__add__(other)
+
+    def __neg__(self) -> DimExpr:
+        return DimExpr({t: -c for t, c in self._terms}, self._scope)
+
+    def __pos__(self) -> DimExpr:
+        return self
+
+    def __sub__(self, other: Any) -> Any:
+        theirs = self._terms_of(other)
+        if theirs is None:
+            return _as_value(self).__sub__(other) if _is_traced(other) else NotImplemented
+        return self.__add__(DimExpr._normalized({t: -c for t, c in theirs.items()},
+                                                self._scope))
+
+    def __rsub__(self, other: Any) -> Any:
+        if self._terms_of(other) is None:
+            return _as_value(self).__rsub__(other) if _is_traced(other) else NotImplemented
+        return (-self).__add__(other)
+
+    def __mul__(self, other: Any) -> Any:
+        theirs = self._terms_of(other)
+        if theirs is None:
+            return _as_value(self).__mul__(other) if _is_traced(other) else NotImplemented
+        out: dict[_Term, int] = {}
+        for t1, c1 in self._terms:
+            for t2, c2 in theirs.items():
+                t = _term_mul(t1, t2)
+                out[t] = out.get(t, 0) + c1 * c2
+        return DimExpr._normalized(out, self._join_scope(other))
+
+    def __rmul__(self, other: Any) -> Any:
+        if self._terms_of(other) is None:
+            return _as_value(self).__rmul__(other) if _is_traced(other) else NotImplemented
+        return self.__mul__(other)
+
+    def __pow__(self, power: int) -> DimSize:
+        if not isinstance(power, int) or power < 0:
+            raise InconclusiveDimensionOperation(
+                f"Symbolic dimension '{self}' raised to a non-constant or negative power "
+                f"{power}")
+        out: DimSize = 1
+        for _ in range(power):
+            out = self * out
+        return out
+
+    def divmod(self, divisor: DimSize) -> tuple[DimSize, DimSize]:
+        """(quotient, remainder), floor division as Python's; symbolic when the division
+        is not exact (``floordiv(b, 2)``, ``mod(b, 2)``)."""
+        if isinstance(divisor, DimExpr):
+            quotient = _exact_division(self, divisor)
+            if quotient is None:
+                raise InconclusiveDimensionOperation(
+                    f"Cannot divide '{self}' by '{divisor}': the division is not exact for "
+                    "every value of the dimension variables")
+            return quotient, 0
+        divisor = operator.index(divisor)
+        if divisor == 0:
+            raise ZeroDivisionError(f"Symbolic dimension '{self}' divided by 0")
+        if all(c % divisor == 0 for _, c in self._terms):
+            return DimExpr._normalized({t: c // divisor for t, c in self._terms},
+                                       self._scope), 0
+        quotient = DimExpr({(((("floordiv", self, divisor)), 1),): 1}, self._scope)
+        remainder = DimExpr({(((("mod", self, divisor)), 1),): 1}, self._scope)
+        return quotient, remainder
+
+    def __floordiv__(self, divisor: Any) -> Any:
+        if self._terms_of(divisor) is None:
+            return _as_value(self).__floordiv__(divisor) if _is_traced(divisor) \
+                else NotImplemented
+        return self.divmod(divisor)[0]
+
+    def __rfloordiv__(self, dividend: Any) -> Any:
+        if isinstance(dividend, (int, np.integer)):
+            quotient = _exact_division(DimExpr({(): int(dividend)}, self._scope), self)
+            if quotient is None:
+                raise InconclusiveDimensionOperation(
+                    f"Cannot divide '{dividend}' by '{self}'")
+            return quotient
+        return _as_value(self).__rfloordiv__(dividend) if _is_traced(dividend) \
+            else NotImplemented
+
+    def __mod__(self, divisor: Any) -> Any:
+        if self._terms_of(divisor) is None:
+            return _as_value(self).__mod__(divisor) if _is_traced(divisor) else NotImplemented
+        return self.divmod(divisor)[1]
+
+    def __divmod__(self, divisor: Any) -> Any:
+        return self.divmod(divisor)
+
+    def __truediv__(self, other: Any) -> Any:
+        # b / 2 is a float in NumPy terms: compute it on the dimension's value.
+        return _as_value(self).__truediv__(other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _as_value(self).__rtruediv__(other)
+
+    # --- comparisons -----------------------------------------------------------
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, DimExpr):
+            return self._terms == other._terms
+        return False  # a constant is never equal to a non-constant expression
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __ge__(self, other: Any) -> bool:
+        return _geq(self, other, lambda: f"'{self}' >= '{other}'")
+
+    def __gt__(self, other: Any) -> bool:
+        return _geq(self, other + 1, lambda: f"'{self}' > '{other}'")
+
+    def __le__(self, other: Any) -> bool:
+        return _geq(other, self, lambda: f"'{self}' <= '{other}'")
+
+    def __lt__(self, other: Any) -> bool:
+        return _geq(other, self + 1, lambda: f"'{self}' < '{other}'")
+
+    def __int__(self) -> int:
+        raise InconclusiveDimensionOperation(
+            f"Symbolic dimension '{self}' used in a context that requires a constant")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise InconclusiveDimensionOperation(
+            f"Symbolic dimension '{self}' has no concrete value to convert to a NumPy array")
+
+    # lamella.numpy reads the aval of what it is given: as a value, a dimension is a
+    # weakly typed integer scalar (lowered from the dimension variables' sizes).
+    @property
+    def aval(self) -> ShapedArray:
+        return ShapedArray((), dtypes.canonicalize_dtype(np.int64), weak_type=True)
+
+    # --- queries ---------------------------------------------------------------
+    def __str__(self) -> str:
+        out = []
+        for term, c in self._terms:
+            sign = "-" if c < 0 else "+"
+            text = str(abs(c)) if not term else (_term_str(term) if abs(c) == 1
+                                                 else f"{abs(c)}*{_term_str(term)}")
+            out.append(f"{sign} {text}")
+        return " ".join(out).removeprefix("+ ")
+
+    __repr__ = __str__
+
+    def __reduce__(self) -> tuple:
+        return (_from_string, (str(self),))
+
+    def variables(self) -> set[str]:
+        """The dimension variables the expression mentions."""
+        found: set[str] = set()
+        for term, _ in self._terms:
+            for f, _ in term:
+                if isinstance(f, str):
+                    found.add(f)
+                else:
+                    found |= _variables(f[1])
+        return found
+
+    @property
+    def variable_name(self) -> str | None:
+        """The name of the variable when the expression is one variable (``b``)."""
+        if len(self._terms) == 1:
+            term, c = self._terms[0]
+            if c == 1 and len(term) == 1 and term[0][1] == 1 and isinstance(term[0][0], str):
+                return term[0][0]
+        return None
+
+    def evaluate(self, env: Mapping[str, int]) -> int:
+        """The value at integers ``env`` for the dimension variables."""
+        return self.evaluate_with(env.__getitem__, operator.add, operator.mul,
+                                  lambda x, k: x // k, lambda x, k: x % k, lambda c: c)
+
+    def evaluate_with(self, var: Callable[[str], Any], add: Callable, mul: Callable,
+                      floordiv: Callable, mod: Callable, const: Callable[[int], Any]) -> Any:
+        """The expression computed with the given operations (lowering uses this with
+        StableHLO ops on the variables' values)."""
+        total = None
+        for term, c in self._terms:
+            value = None
+            for f, k in term:
+                if isinstance(f, str):
+                    base = var(f)
+                else:
+                    operand = f[1].evaluate_with(var, add, mul, floordiv, mod, const) \
+                        if isinstance(f[1], DimExpr) else const(f[1])
+                    base = (floordiv if f[0] == "floordiv" else mod)(operand, f[2])
+                for _ in range(k):
+                    value = base if value is None else mul(value, base)
+            piece = const(c) if value is None else value if c == 1 else mul(const(c), value)
+            total = piece if total is None else add(total, piece)
+        return total
+
+    def bounds(self) -> tuple[float, float]:
+        """Lower and upper bounds over every admissible value of the variables."""
+        lo_total, hi_total = 0.0, 0.0
+        for term, c in self._terms:
+            lo, hi = 1.0, 1.0
+            for f, k in term:
+                flo, fhi = _factor_bounds(f, self._scope)
+                for _ in range(k):
+                    lo, hi = _interval_mul((lo, hi), (flo, fhi))
+            lo, hi = _interval_mul((lo, hi), (c, c))
+            lo_total += lo
+            hi_total += hi
+        return lo_total, hi_total
+
+
+def _variables(e: DimSize) -> set[str]:
+    return e.variables() if isinstance(e, DimExpr) else set()
+
+
+def _is_traced(x: Any) -> bool:
+    """Whether ``x`` is an array value (not a dimension) that arithmetic with a
+    dimension must compute with: then the dimension turns into a value."""
+    return hasattr(x, "aval") and not isinstance(x, DimExpr) or isinstance(
+        x, (np.ndarray, np.generic, float, complex))
+
+
+def _as_value(dim: DimExpr) -> Any:
+    """The dimension as an array value (a traced int scalar inside an export)."""
+    if _dimension_as_value is None:
+        raise InconclusiveDimensionOperation(
+            f"Symbolic dimension '{dim}' used as a value needs lamella.lax: import it first")
+    return _dimension_as_value(dim)
+
+
+# lamella.lax installs the function making a traced value of a dimension.
+_dimension_as_value: Callable[[DimExpr], Any] | None = None
+
+
+def _term_mul(t1: _Term, t2: _Term) -> _Term:
+    powers: dict[_Factor, int] = dict(t1)
+    for f, k in t2:
+        powers[f] = powers.get(f, 0) + k
+    return tuple(sorted(powers.items(), key=lambda fk: _factor_str(fk[0])))
+
+
+def _exact_division(e: DimExpr, divisor: DimExpr) -> DimSize | None:
+    """``e / divisor`` when ``divisor`` is one term dividing every term of ``e``."""
+    if len(divisor._terms) != 1:
+        return 1 if e == divisor else None
+    (dterm, dc), = divisor._terms
+    dpowers = dict(dterm)
+    out: dict[_Term, int] = {}
+    for term, c in e._terms:
+        powers = dict(term)
+        if c % dc or any(powers.get(f, 0) < k for f, k in dpowers.items()):
+            return None
+        rest = {f: k - dpowers.get(f, 0) for f, k in powers.items() if k - dpowers.get(f, 0)}
+        out[tuple(sorted(rest.items(), key=lambda fk: _factor_str(fk[0])))] = c // dc
+    return DimExpr._normalized(out, e._scope)
+
+
+def _factor_bounds(f: _Factor, scope: SymbolicScope) -> tuple[float, float]:
+    if isinstance(f, str):
+        return scope.variable_bounds(f)
+    operation, operand, k = f
+    lo, hi = operand.bounds() if isinstance(operand, DimExpr) else (operand, operand)
+    if operation == "mod":
+        return (0, k - 1) if k > 0 else (k + 1, 0)
+    ends = [x / k if math.isinf(x) else x // k for x in (lo, hi)]
+    return min(ends), max(ends)
+
+
+def _interval_mul(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    products = [0.0 if 0 in (x, y) else x * y for x in a for y in b]
+    return min(products), max(products)
+
+
+def _geq(e1: Any, e2: Any, describe: Callable[[], str]) -> bool:
+    diff = e1 - e2
+    if not isinstance(diff, DimExpr):
+        return diff >= 0
+    lo, hi = diff.bounds()
+    if lo >= 0:
+        return True
+    if hi < 0:
+        return False
+    for kind, constraint, _ in diff.scope.constraints:  # e1 - e2 >= constraint >= 0?
+        rest = diff - constraint
+        if (not isinstance(rest, DimExpr) and rest >= 0) or (
+                isinstance(rest, DimExpr) and rest.bounds()[0] >= 0):
+            return True
+        if kind == "==":
+            rest = diff + constraint
+            if not isinstance(rest, DimExpr) and rest >= 0:
+                return True
+    scope = diff.scope
+    where = f"\nUsing symbolic scope with constraints:\n{scope}" if scope.constraints else ""
+    raise InconclusiveDimensionOperation(
+        f"Symbolic dimension comparison {describe()} is inconclusive.{where}")
+
+
+# --- parsing --------------------------------------------------------------------
+def _parse_expr(text: str, scope: SymbolicScope) -> DimSize:
+    try:
+        tree = ast.parse(text.strip().replace("^", "**"), mode="eval").body
+    except SyntaxError:
+        raise ValueError(f"syntax error in dimension expression {text.strip()!r}") from None
+
+    def walk(node: ast.AST) -> DimSize:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            return DimExpr.variable(node.id, scope)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            value = walk(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            left, right = walk(node.left), walk(node.right)
+            if isinstance(node.op, ast.Pow) and not isinstance(right, int):
+                raise ValueError(f"exponent must be a constant in {text.strip()!r}")
+            return _BINOPS[type(node.op)](left, right)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("floordiv", "mod") and len(node.args) == 2:
+            left, right = walk(node.args[0]), walk(node.args[1])
+            return left // right if node.func.id == "floordiv" else left % right
+        raise ValueError(f"invalid dimension expression {text.strip()!r}: dimensions are "
+                         "integers, variables, +, -, *, ^, floordiv(e, k) and mod(e, k)")
+
+    return walk(tree)
+
+
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+
+
+def _from_string(text: str) -> DimSize:
+    return _parse_expr(text, _default_scope)
+
+
+def _split_top_level(spec: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(spec):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(spec[start:i])
+            start = i + 1
+    parts.append(spec[start:])
+    return [p.strip() for p in parts]
+
+
+def symbolic_shape(shape_spec: str | None, *, constraints: Sequence[str] = (),
+                   scope: SymbolicScope | None = None,
+                   like: Sequence[int | None] | None = None) -> tuple[DimSize, ...]:
+    """The shape written in ``shape_spec``: ints and `DimExpr`s (JAX's
+    `jax.export.symbolic_shape`). ``"_"`` takes the size from ``like``, ``"..."``
+    (or None) the remaining sizes of ``like``. ``constraints`` (or a ``scope``
+    holding them) restrict the variables.
+
+    >>> symbolic_shape("b, 2*b + 1, 4")
+    (b, 2*b + 1, 4)
+    >>> symbolic_shape("(n, _)", like=(None, 3))
+    (n, 3)
+    """
+    if scope is None:
+        scope = SymbolicScope(constraints)
+    elif constraints:
+        raise ValueError("Cannot specify both a `scope` and `constraints`.")
+    if shape_spec is None:
+        shape_spec = "..."
+    if not isinstance(shape_spec, str):
+        raise ValueError(f"polymorphic shape spec should be None or a string. "
+                         f"Found {shape_spec!r}.")
+    spec = shape_spec.strip()
+    if spec.startswith("(") and spec.endswith(")") and _balanced(spec[1:-1]):
+        spec = spec[1:-1]
+    parts = [p for p in _split_top_level(spec) if p] if spec.strip() else []
+    dims: list[DimSize] = []
+    for i, part in enumerate(parts):
+        if part == "...":
+            if i != len(parts) - 1 or like is None:
+                raise ValueError(f"'...' must be last in shape {shape_spec!r} and needs the "
+                                 "actual shape (like=)")
+            dims.extend(_like_dim(like, j, shape_spec) for j in range(len(dims), len(like)))
+        elif part == "_":
+            dims.append(_like_dim(like, i, shape_spec))
+        else:
+            dim = _parse_expr(part, scope)
+            if like is not None and i < len(like) and like[i] is not None \
+                    and isinstance(dim, int) and dim != like[i]:
+                raise ValueError(f"shape {shape_spec!r} has {dim} in dimension {i} where "
+                                 f"the actual shape has {like[i]}")
+            dims.append(dim)
+    if like is not None and len(dims) != len(like):
+        raise ValueError(f"shape {shape_spec!r} has {len(dims)} dimensions, the actual shape "
+                         f"{tuple(like)} has {len(like)}")
+    return tuple(dims)
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _like_dim(like: Sequence[int | None] | None, i: int, spec: str) -> int:
+    if like is None or i >= len(like) or like[i] is None:
+        raise ValueError(f"shape {spec!r}: the placeholder in dimension {i} needs a known "
+                         "size in the actual shape")
+    return int(like[i])
+
+
+def symbolic_args_specs(args: Any, shapes_specs: Any, constraints: Sequence[str] = (),
+                        scope: SymbolicScope | None = None) -> Any:
+    """`ShapeDtypeStruct`s like ``args`` (arrays or structs), their shapes given by
+    ``shapes_specs``: None, one spec for every argument, or a pytree prefix of
+    ``args`` with a spec (or None) per subtree. All share one scope.
+
+    >>> import numpy as np
+    >>> symbolic_args_specs((np.zeros((3, 4), np.float32),), "b, _")
+    (ShapeDtypeStruct(shape=(b, 4), dtype=float32),)
+    """
+    from lamella.core.avals import ShapeDtypeStruct, get_aval
+    from lamella.core.tree_util import tree_flatten, tree_map, tree_unflatten
+
+    if scope is None:
+        scope = SymbolicScope(constraints)
+    elif constraints:
+        raise ValueError("Cannot use both `scope` and `constraints`")
+    leaves, tree = tree_flatten(args)
+    if shapes_specs is None or isinstance(shapes_specs, str):
+        specs = [shapes_specs] * len(leaves)
+    else:
+        if isinstance(args, tuple) and isinstance(shapes_specs, list):
+            shapes_specs = tuple(shapes_specs)
+        specs = []
+        tree_map(lambda spec, sub: specs.extend([spec] * len(tree_flatten(sub)[0])),
+                 shapes_specs, args, is_leaf=lambda x: x is None)
+    out = []
+    for leaf, spec in zip(leaves, specs):
+        aval = get_aval(leaf) if not isinstance(leaf, ShapeDtypeStruct) else leaf
+        shape = aval.shape if spec is None else symbolic_shape(spec, scope=scope,
+                                                                like=aval.shape)
+        out.append(ShapeDtypeStruct(shape, aval.dtype))
+    return tree_unflatten(tree, out)
+
+
+# --- helpers for tracing and lowering -------------------------------------------
+def is_symbolic_dim(d: Any) -> bool:
+    """Whether ``d`` is a symbolic dimension (a `DimExpr`).
+
+    >>> is_symbolic_dim(symbolic_shape("b")[0]), is_symbolic_dim(4)
+    (True, False)
+    """
+    return type(d) is DimExpr
+
+
+def is_symbolic_shape(shape: Sequence[Any]) -> bool:
+    """Whether any dimension of ``shape`` is symbolic."""
+    return any(type(d) is DimExpr for d in shape)
+
+
+def all_dim_vars(shapes: Sequence[Sequence[Any]]) -> list[str]:
+    """The dimension variables of ``shapes``, sorted."""
+    found: set[str] = set()
+    for shape in shapes:
+        for d in shape:
+            found |= _variables(d)
+    return sorted(found)
+
+
+def evaluate_shape(shape: Sequence[DimSize], env: Mapping[str, int]) -> tuple[int, ...]:
+    """``shape`` with its dimensions evaluated at ``env``."""
+    return tuple(d.evaluate(env) if isinstance(d, DimExpr) else int(d) for d in shape)

@@ -1,0 +1,267 @@
+"""Lowering functions whose shapes hold symbolic dimensions (shape-polymorphic export).
+
+A symbolic dimension lowers as a dynamic size (``tensor<?x4xf32>``). Each
+function of the module derives its dimension variables from its arguments
+(``stablehlo.get_dimension_size``, as i64 scalars); @main also asserts, with
+JAX's ``shape_assertion`` custom calls, that every variable is >= 1, that
+the sizes of the arguments agree with one another and with the export's
+constraints. Operations whose result shape is an attribute use the dynamic
+StableHLO forms, their sizes computed from the variables. StableHLO's shape
+refinement later makes every shape static for concrete argument sizes.
+
+Only primitives known to lower correctly with dynamic sizes are accepted; any
+other one meeting a symbolic shape is an error naming it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from lamella.core import Primitive, shape_poly
+from lamella.core.shape_poly import DimExpr, is_symbolic_shape
+from lamella.lax.lowering import (
+    aval_to_ir_type,
+    constant,
+    hlo,
+    ir,
+    register_lowering,
+    shape_tensor,
+)
+
+__all__ = ["SymbolicFunction", "broadcast_in_dim", "check_supported", "dim_as_value_p",
+           "dim_value", "dynamic_broadcast", "iota", "reshape", "slice",
+           "shape_value", "supports_symbolic"]
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.dims: list[dict[str, ir.Value]] = []
+
+
+_state = _State()
+
+# Primitives whose lowering handles symbolic shapes.
+_supported: set[str] = set()
+
+
+def supports_symbolic(*names: str) -> None:
+    """Declares that the lowerings of the primitives ``names`` handle dynamic sizes."""
+    _supported.update(names)
+
+
+def check_supported(primitive: Any, avals: Sequence[Any]) -> None:
+    """Raises when ``primitive`` meets a symbolic shape and cannot lower it."""
+    if primitive.name not in _supported and any(
+            is_symbolic_shape(getattr(a, "shape", ())) for a in avals):
+        shapes = ", ".join(a.str_short() for a in avals if hasattr(a, "str_short"))
+        raise ValueError(f"The primitive '{primitive.name}' does not support symbolic "
+                         f"dimensions (shape-polymorphic export); it meets {shapes}")
+
+
+def _i64() -> ir.Type:
+    return ir.RankedTensorType.get([], ir.IntegerType.get_signless(64))
+
+
+class SymbolicFunction:
+    """While lowering one function's body: its dimension variables, read from its
+    arguments at entry (``with SymbolicFunction(avals, args, main=...)``)."""
+
+    def __init__(self, avals: Sequence[Any], args: Sequence[ir.Value], *, main: bool = False):
+        self.avals, self.args, self.main = avals, args, main
+
+    def __enter__(self) -> SymbolicFunction:
+        sizes: dict[str, ir.Value] = {}
+        where: dict[str, str] = {}
+        occurrences = []
+        for i, (aval, arg) in enumerate(zip(self.avals, self.args)):
+            for axis, d in enumerate(getattr(aval, "shape", ())):
+                if not isinstance(d, DimExpr):
+                    continue
+                size = hlo.convert(_i64(), hlo.get_dimension_size(arg, axis))
+                name = d.variable_name
+                if name is not None and name not in sizes:
+                    sizes[name], where[name] = size, f"args[{i}].shape[{axis}]"
+                else:
+                    occurrences.append((d, size, f"args[{i}].shape[{axis}]"))
+        missing = sorted(shape_poly.all_dim_vars([a.shape for a in self.avals]) - sizes.keys())
+        if missing:
+            raise ValueError(f"cannot lower with symbolic dimensions: the dimension variables "
+                             f"{missing} must each be, alone, the size of some argument "
+                             "dimension (e.g. 'b', not only '2*b')")
+        _state.dims.append(sizes)
+        if self.main:
+            self._assert_shapes(sizes, where, occurrences)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _state.dims.pop()
+
+    def _assert_shapes(self, sizes: dict[str, ir.Value], where: dict[str, str],
+                       occurrences: list) -> None:
+        specs = ", ".join(f"args[{i}].shape = ({', '.join(map(str, a.shape))})"
+                          for i, a in enumerate(self.avals) if is_symbolic_shape(a.shape))
+        found = ", ".join(f"'{v}' = {{{k}}} from {where[v]}" for k, v in enumerate(sizes))
+        inputs = list(sizes.values())
+        context = (f" Using the following polymorphic shapes specifications: {specs}. "
+                   f"Obtained dimension variables: {found}.")
+        one = constant(np.int64(1))
+        for name, size in sizes.items():
+            _shape_assertion(hlo.compare(size, one, hlo.ComparisonDirectionAttr.get("GE"),
+                                         compare_type=hlo.ComparisonTypeAttr.get("SIGNED")),
+                             inputs, "Input shapes do not match the polymorphic shapes "
+                             f"specification. Expected value >= 1 for dimension variable "
+                             f"'{name}'.{context}")
+        for d, size, place in occurrences:
+            expected = dim_value(d)
+            _shape_assertion(
+                hlo.compare(size, expected, hlo.ComparisonDirectionAttr.get("EQ"),
+                            compare_type=hlo.ComparisonTypeAttr.get("SIGNED")),
+                [*inputs, size, expected], "Input shapes do not match the polymorphic shapes "
+                f"specification. Found inconsistency between dimension size {place} "
+                f"(= {{{len(inputs)}}}) and the specification '{d}' (= "
+                f"{{{len(inputs) + 1}}}).{context}")
+        scopes = {id(d.scope): d.scope for a in self.avals for d in a.shape
+                  if isinstance(d, DimExpr)}
+        for scope in scopes.values():
+            for kind, diff, text in scope.constraints:
+                value = dim_value(diff)
+                direction = "EQ" if kind == "==" else "GE"
+                ok = hlo.compare(value, constant(np.int64(0)),
+                                 hlo.ComparisonDirectionAttr.get(direction),
+                                 compare_type=hlo.ComparisonTypeAttr.get("SIGNED"))
+                _shape_assertion(ok, inputs, f"Input shapes do not match the symbolic shape "
+                                 f"constraint {text}.{context}")
+
+
+def _shape_assertion(ok: ir.Value, inputs: list[ir.Value], message: str) -> None:
+    # JAX's convention: shape refinement evaluates these and reports `message`, its {i}
+    # replaced by the values of the inputs.
+    op = hlo.CustomCallOp([], [ok, *inputs], call_target_name="shape_assertion",
+                          has_side_effect=True)
+    op.attributes["api_version"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2)
+    op.attributes["error_message"] = ir.StringAttr.get(message)
+
+
+def _current() -> dict[str, ir.Value]:
+    if not _state.dims:
+        raise ValueError("a symbolic dimension is lowered outside a function whose "
+                         "arguments define it")
+    return _state.dims[-1]
+
+
+def _floor_div(x: ir.Value, k: ir.Value) -> ir.Value:
+    # StableHLO divides toward zero; floor division steps down when signs differ and
+    # the division is inexact.
+    q, r = hlo.divide(x, k), hlo.remainder(x, k)
+    zero = constant(np.int64(0))
+    inexact = hlo.compare(r, zero, hlo.ComparisonDirectionAttr.get("NE"))
+    signs = hlo.compare(hlo.compare(r, zero, hlo.ComparisonDirectionAttr.get("LT")),
+                        hlo.compare(k, zero, hlo.ComparisonDirectionAttr.get("LT")),
+                        hlo.ComparisonDirectionAttr.get("NE"))
+    return hlo.select(hlo.and_(inexact, signs), hlo.subtract(q, constant(np.int64(1))), q)
+
+
+def _floor_mod(x: ir.Value, k: ir.Value) -> ir.Value:
+    return hlo.subtract(x, hlo.multiply(_floor_div(x, k), k))
+
+
+def dim_value(d: int | DimExpr, dtype: Any = np.int64) -> ir.Value:
+    """The size ``d`` as a scalar of ``dtype``, computed from the dimension variables."""
+    if not isinstance(d, DimExpr):
+        return constant(np.asarray(d, dtype))
+    dims = _current()
+    value = d.evaluate_with(dims.__getitem__, hlo.add, hlo.multiply,
+                            lambda x, k: _floor_div(x, constant(np.int64(k))),
+                            lambda x, k: _floor_mod(x, constant(np.int64(k))),
+                            lambda c: constant(np.int64(c)))
+    if np.dtype(dtype) != np.int64:
+        from lamella.lax.mlir_context import element_type
+        value = hlo.convert(ir.RankedTensorType.get([], element_type(np.dtype(dtype))), value)
+    return value
+
+
+def shape_value(shape: Sequence[int | DimExpr]) -> ir.Value:
+    """``shape`` as the 1-D i32 tensor the dynamic StableHLO operations take."""
+    return shape_tensor(None, [d if isinstance(d, int) else dim_value(d) for d in shape])
+
+
+def dynamic_broadcast(result_type: ir.Type, value: ir.Value, shape: Sequence[Any],
+                      dims: Sequence[int]) -> ir.Value:
+    """``broadcast_in_dim`` of ``value`` to ``shape`` (whose sizes may be symbolic)."""
+    return hlo.dynamic_broadcast_in_dim(result_type, value, shape_value(shape), list(dims))
+
+
+# A dimension used as a number in traced code (``x / x.shape[0]``): a weakly typed
+# integer scalar computed from the dimension variables (JAX's primitive).
+dim_as_value_p = Primitive("dim_as_value")
+dim_as_value_p.def_abstract_eval(lambda *, dim: dim.aval)
+
+
+@dim_as_value_p.def_impl
+def _dim_as_value_impl(*, dim: DimExpr) -> Any:
+    raise shape_poly.InconclusiveDimensionOperation(
+        f"Symbolic dimension '{dim}' has a value only inside a function traced for export")
+
+
+register_lowering(dim_as_value_p, lambda ctx, *, dim: [
+    dim_value(dim, ctx.avals_out[0].dtype)])
+supports_symbolic("dim_as_value")
+shape_poly._dimension_as_value = lambda dim: dim_as_value_p.bind(dim=dim)
+
+
+# --- operations whose result shape is an attribute, in their dynamic forms ------------
+def reshape(aval_out: Any, x: ir.Value) -> ir.Value:
+    """``x`` reshaped to ``aval_out``'s shape (`dynamic_reshape` when it is symbolic)."""
+    result = aval_to_ir_type(aval_out)
+    if is_symbolic_shape(aval_out.shape):
+        return hlo.dynamic_reshape(result, x, shape_value(aval_out.shape))
+    return hlo.reshape(result, x)
+
+
+def broadcast_in_dim(aval_out: Any, x: ir.Value, dims: Sequence[int]) -> ir.Value:
+    """``x`` broadcast to ``aval_out``'s shape (`dynamic_broadcast_in_dim` when symbolic)."""
+    result = aval_to_ir_type(aval_out)
+    if is_symbolic_shape(aval_out.shape):
+        return dynamic_broadcast(result, x, aval_out.shape, dims)
+    return hlo.broadcast_in_dim(result, x, list(dims))
+
+
+def iota(aval_out: Any, dimension: int) -> ir.Value:
+    """An iota of ``aval_out`` along ``dimension`` (`dynamic_iota` when symbolic)."""
+    result = aval_to_ir_type(aval_out)
+    if is_symbolic_shape(aval_out.shape):
+        return hlo.dynamic_iota(result, shape_value(aval_out.shape), iota_dimension=dimension)
+    return hlo.iota(result, dimension)
+
+
+def slice(aval_out: Any, x: ir.Value, start: Sequence[Any], limit: Sequence[Any],
+          strides: Sequence[int]) -> ir.Value:
+    """A strided slice of ``x`` (`real_dynamic_slice` when a bound is symbolic)."""
+    if is_symbolic_shape((*start, *limit)) or is_symbolic_shape(aval_out.shape):
+        return hlo.real_dynamic_slice(aval_to_ir_type(aval_out), x, shape_value(start),
+                                      shape_value(limit), shape_value(strides))
+    return hlo.slice(x, list(start), list(limit), list(strides))
+
+
+# Primitives checked to lower with dynamic sizes: elementwise ones (whose operands
+# broadcast through `broadcast_in_dim` above), reductions and contractions (result types
+# from their avals), the structural ones rewritten above, and calls and control flow
+# (their bodies are checked equation by equation).
+supports_symbolic(
+    "abs", "acos", "acosh", "add", "add_any", "and", "asin", "asinh", "atan", "atan2",
+    "atanh", "cbrt", "ceil", "clamp", "convert_element_type", "copy", "copy_p", "cos",
+    "cosh", "div", "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expm1", "floor", "ge",
+    "gt", "imag", "is_finite", "le", "lgamma", "digamma", "log", "log1p", "logistic", "lt",
+    "max", "min", "mul", "ne", "neg", "nextafter", "not", "or", "pow", "real", "rem",
+    "round", "rsqrt", "select_n", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh",
+    "xor", "stop_gradient", "reduce_precision", "name",
+    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
+    "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
+    "dot_general", "transpose", "reshape", "broadcast_in_dim", "squeeze", "expand_dims",
+    "concatenate", "slice", "iota", "rev", "empty",
+    "jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+    "custom_vjp_call_jaxpr", "cond", "while", "call_exported")
