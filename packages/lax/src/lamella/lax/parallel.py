@@ -95,8 +95,8 @@ def _no_groups(name: str, axis_index_groups: Any) -> None:
 def axis_size(axis_name: Any) -> int:
     """The number of members of the named axis (or the product for a tuple of names).
 
-    >>> import lamella.core as lc, numpy as np
-    >>> lc.vmap(lambda x: axis_size("i") * x, axis_name="i")(np.ones(3, np.float32))
+    >>> import lamella.core as lc, lamella.numpy as jnp, numpy as np
+    >>> lc.vmap(lambda x: axis_size("i") * x, axis_name="i")(jnp.ones(3, np.float32))
     Array([3., 3., 3.], dtype=float32)
     """
     return _size_of(_names(axis_name))

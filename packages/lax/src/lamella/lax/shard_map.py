@@ -6,11 +6,18 @@ names combine blocks), and puts the results together as `out_specs` says.
 Axes a spec does not name replicate: an input is passed whole to each device
 along them, an output is taken from one device (they must agree).
 
+`axis_names=` makes only some mesh axes manual: the body sees blocks split over
+those, the other axes stay Auto (XLA's partitioner spreads the body's work over
+them). Inside the body, `shard_map` again (mesh omitted: the enclosing one)
+is manual over further axes; its specs and collectives name only axes manual
+there, its body may also use the enclosing manual axes.
+
 `f` is traced once, on the blocks' shapes, into the `shard_map` primitive's
 jaxpr. The primitive lowers to XLA's manual-sharding region (custom calls
-`Sharding`, `SPMDFullToShardShape` / `SPMDShardToFullShape`), the collectives
-inside it to StableHLO's all_reduce, all_gather, reduce_scatter, all_to_all and
-collective_permute over the mesh's device groups. It differentiates (JVP,
+`Sharding`, `SPMDFullToShardShape` / `SPMDShardToFullShape`; manual over a
+subgroup of the devices where some axes are manual already or stay Auto), the
+collectives inside it to StableHLO's all_reduce, all_gather, reduce_scatter,
+all_to_all and collective_permute over the mesh's device groups. It differentiates (JVP,
 partial evaluation, transposition: an output replicated over an axis passes
 each device 1/n of its cotangent, an input replicated over an axis sums its
 cotangents over the axis) and batches (an unsplit leading dimension).
@@ -19,6 +26,7 @@ cotangents over the axis) and batches (an unsplit leading dimension).
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -29,7 +37,7 @@ from lamella.core import ShapedArray, ad, batching, partial_eval
 from lamella.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from lamella.core.primitive import Primitive
 from lamella.core.rules import Zero, instantiate_zeros, is_undefined_primal
-from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec, get_mesh
+from lamella.core.sharding import AxisType, Mesh, PartitionSpec, get_mesh
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import set_current_trace
 from lamella.core.trace_queries import extend_axis_env
@@ -84,17 +92,50 @@ def _global_aval(aval: ShapedArray, spec: Spec, mesh: Mesh) -> ShapedArray:
     return aval.update(shape=tuple(s * _parts(mesh, names) for s, names in zip(aval.shape, spec)))
 
 
-def _unmentioned(mesh: Mesh, spec: Spec) -> tuple:
+def _unmentioned(mesh: Mesh, manual: frozenset, spec: Spec) -> tuple:
+    """The region's manual axes `spec` does not split over (the value is replicated
+    along them), in mesh order."""
     named = {n for names in spec for n in names}
-    return tuple(n for n in mesh.axis_names if n not in named)
+    return tuple(n for n in mesh.axis_names if n in manual and n not in named)
 
 
-def _axis_env(mesh: Mesh):
-    return extend_axis_env(list(mesh.shape.items()))
+class _Regions(threading.local):
+    """The shard_map bodies being traced or transformed, innermost last: each a mesh and
+    every axis manual there (its own and its enclosing regions')."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[Mesh, frozenset]] = []
 
 
-def _trace(fun: Callable, avals: Sequence[ShapedArray], mesh: Mesh) -> ClosedJaxpr:
-    with _axis_env(mesh):
+_regions = _Regions()
+
+
+def _enclosing() -> tuple[Mesh, frozenset] | None:
+    return _regions.stack[-1] if _regions.stack else None
+
+
+class _region:
+    """Inside the body of a shard_map manual over `manual`: its axes are bound names
+    (for collectives) and nested shard_maps see them as manual."""
+
+    def __init__(self, mesh: Mesh, manual: frozenset):
+        outer = _enclosing()
+        self.entry = (mesh, manual | (outer[1] if outer else frozenset()))
+        self.env = extend_axis_env([(n, mesh.shape[n]) for n in mesh.axis_names
+                                    if n in manual])
+
+    def __enter__(self) -> None:
+        self.env.__enter__()
+        _regions.stack.append(self.entry)
+
+    def __exit__(self, *exc: Any) -> None:
+        _regions.stack.pop()
+        self.env.__exit__(*exc)
+
+
+def _trace(fun: Callable, avals: Sequence[ShapedArray], mesh: Mesh, manual: frozenset
+           ) -> ClosedJaxpr:
+    with _region(mesh, manual):
         jaxpr, consts = trace_to_jaxpr(fun, list(avals))
     return ClosedJaxpr(jaxpr, consts)
 
@@ -107,7 +148,7 @@ shard_map_p.multiple_results = True
 
 
 @shard_map_p.def_abstract_eval
-def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _abstract_eval(*avals, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
     return [_global_aval(a, s, mesh) for a, s in zip(jaxpr.out_avals, out_specs)]
 
 
@@ -115,13 +156,13 @@ _impl_programs: dict[tuple, tuple[Any, Callable]] = {}
 
 
 @shard_map_p.def_impl
-def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _impl(*args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
     # Evaluated on its own (outside any jit), the call is compiled as a program of
     # this one equation, kept while the body's jaxpr lives.
     from lamella.core import jit
-    params = dict(jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
-                  check_vma=check_vma)
-    key = (id(jaxpr), mesh, in_specs, out_specs)
+    params = dict(jaxpr=jaxpr, mesh=mesh, manual_axes=manual_axes, in_specs=in_specs,
+                  out_specs=out_specs, check_vma=check_vma)
+    key = (id(jaxpr), mesh, manual_axes, in_specs, out_specs)
     entry = _impl_programs.get(key)
     if entry is None or entry[0]() is not jaxpr:
         def drop(_, key=key):
@@ -131,27 +172,28 @@ def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_vma):
     return entry[1](*args)
 
 
-def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _jvp(primals, tangents, *, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
     nonzeros = [type(t) is not Zero for t in tangents]
-    with _axis_env(mesh):
+    with _region(mesh, manual_axes):
         jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
     args = [*primals, *(t for t in tangents if type(t) is not Zero)]
     specs_in = (*in_specs, *(s for s, nz in zip(in_specs, nonzeros) if nz))
     specs_out = (*out_specs, *(s for s, nz in zip(out_specs, out_nonzeros) if nz))
-    outs = shard_map_p.bind(*args, jaxpr=jvp_closed, mesh=mesh, in_specs=specs_in,
-                            out_specs=specs_out, check_vma=check_vma)
+    outs = shard_map_p.bind(*args, jaxpr=jvp_closed, mesh=mesh, manual_axes=manual_axes,
+                            in_specs=specs_in, out_specs=specs_out, check_vma=check_vma)
     n = len(out_specs)
     tangents_out = iter(outs[n:])
     return outs[:n], [next(tangents_out) if nz else Zero(a.to_tangent_aval())
                       for a, nz in zip(_abstract_eval(*primals, jaxpr=jaxpr, mesh=mesh,
+                                                      manual_axes=manual_axes,
                                                       in_specs=in_specs, out_specs=out_specs,
                                                       check_vma=check_vma), out_nonzeros)]
 
 
-def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
     from lamella.lax.parallel import psum
     linear = [is_undefined_primal(x) for x in args]
-    with _axis_env(mesh):
+    with _region(mesh, manual_axes):
         transposed = ad.transpose_jaxpr(jaxpr, linear)
     nonlinear_specs = [s for s, lin in zip(in_specs, linear) if not lin]
     linear_specs = [s for s, lin in zip(in_specs, linear) if lin]
@@ -159,39 +201,43 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
     def body(*xs):
         res, local_cts = xs[:len(nonlinear_specs)], xs[len(nonlinear_specs):]
         # A replicated output's cotangent reaches every copy: each takes its share.
-        local_cts = [c if not _unmentioned(mesh, s) else
-                     div(c, np.array(_parts(mesh, _unmentioned(mesh, s)), c.dtype))
+        local_cts = [c if not unmentioned(s) else
+                     div(c, np.array(_parts(mesh, unmentioned(s)), c.dtype))
                      for c, s in zip(local_cts, out_specs)]
         in_cts = eval_jaxpr(transposed.jaxpr, transposed.consts, *res, *local_cts)
-        return [psum(c, _unmentioned(mesh, s)) if _unmentioned(mesh, s) else c
+        return [psum(c, unmentioned(s)) if unmentioned(s) else c
                 for c, s in zip(in_cts, linear_specs)]
+
+    def unmentioned(spec):
+        return _unmentioned(mesh, manual_axes, spec)
 
     res_args = [x for x, lin in zip(args, linear) if not lin]
     local = [_local_aval(ShapedArray(np.shape(x), np.result_type(x)) if not hasattr(x, "aval")
                          else x.aval, s, mesh, "transpose")
              for x, s in zip(res_args, nonlinear_specs)]
     local += [a for a in jaxpr.out_avals]
-    body_closed = _trace(body, local, mesh)
+    body_closed = _trace(body, local, mesh, manual_axes)
     outs = iter(shard_map_p.bind(*res_args, *map(instantiate_zeros, cts), jaxpr=body_closed,
-                                 mesh=mesh, in_specs=(*nonlinear_specs, *out_specs),
+                                 mesh=mesh, manual_axes=manual_axes,
+                                 in_specs=(*nonlinear_specs, *out_specs),
                                  out_specs=tuple(linear_specs), check_vma=check_vma))
     return [next(outs) if lin else None for lin in linear]
 
 
-def _all_axes(mesh: Mesh, ndim: int) -> Spec:
-    return (tuple(mesh.axis_names),) + ((),) * (ndim - 1)
+def _all_axes(mesh: Mesh, manual: frozenset, ndim: int) -> Spec:
+    return (tuple(n for n in mesh.axis_names if n in manual),) + ((),) * (ndim - 1)
 
 
-def _partial_eval(trace, args, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _partial_eval(trace, args, *, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
     unknowns = [trace.is_unknown(x) for x in args]
-    with _axis_env(mesh):
+    with _region(mesh, manual_axes):
         known, unknown, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(jaxpr, unknowns)
     known_specs, unknown_specs = partition_list(unknowns, list(in_specs))
     known_out_specs = [s for s, u in zip(out_specs, out_unknowns) if not u]
     unknown_out_specs = [s for s, u in zip(out_specs, out_unknowns) if u]
     res_avals = known.out_avals[len(known.out_avals) - num_res:]
     # Residuals are per-device values: each device's goes out as one row of a
-    # (devices, ...) array split over every mesh axis, and comes back the same way.
+    # (devices, ...) array split over every manual axis, and comes back the same way.
 
     def known_body(*xs):
         outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
@@ -202,30 +248,32 @@ def _partial_eval(trace, args, *, jaxpr, mesh, in_specs, out_specs, check_vma):
         res = [reshape(r, a.shape) for r, a in zip(xs[:num_res], res_avals)]
         return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[num_res:])
 
-    res_specs = [_all_axes(mesh, a.ndim + 1) for a in res_avals]
-    known_closed = _trace(known_body, known.in_avals, mesh)
+    res_specs = [_all_axes(mesh, manual_axes, a.ndim + 1) for a in res_avals]
+    known_closed = _trace(known_body, known.in_avals, mesh, manual_axes)
     unknown_closed = _trace(unknown_body, [a.update(shape=(1, *a.shape)) for a in res_avals]
-                            + list(unknown.in_avals[num_res:]), mesh)
+                            + list(unknown.in_avals[num_res:]), mesh, manual_axes)
     known_args, unknown_args = partition_list(unknowns, args)
     with set_current_trace(trace.known):
         known_outs = shard_map_p.bind(*known_args, jaxpr=known_closed, mesh=mesh,
-                                      in_specs=tuple(known_specs),
+                                      manual_axes=manual_axes, in_specs=tuple(known_specs),
                                       out_specs=(*known_out_specs, *res_specs),
                                       check_vma=check_vma)
     split = len(known_outs) - num_res
     known_outs, residuals = known_outs[:split], known_outs[split:]
     with set_current_trace(trace.unknown):
         unknown_outs = shard_map_p.bind(*residuals, *unknown_args, jaxpr=unknown_closed,
-                                        mesh=mesh, in_specs=(*res_specs, *unknown_specs),
+                                        mesh=mesh, manual_axes=manual_axes,
+                                        in_specs=(*res_specs, *unknown_specs),
                                         out_specs=tuple(unknown_out_specs), check_vma=check_vma)
     return merge_lists(out_unknowns, known_outs, unknown_outs)
 
 
-def _batch(axis_data, args, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _batch(axis_data, args, dims, *, jaxpr, mesh, manual_axes, in_specs, out_specs,
+           check_vma):
     args = [batching.at_front(x, d, axis_data.size) for x, d in zip(args, dims)]
-    with _axis_env(mesh):
+    with _region(mesh, manual_axes):
         batched, _ = batching.batch_jaxpr(jaxpr, axis_data, (0,) * len(args), instantiate=True)
-    outs = shard_map_p.bind(*args, jaxpr=batched, mesh=mesh,
+    outs = shard_map_p.bind(*args, jaxpr=batched, mesh=mesh, manual_axes=manual_axes,
                             in_specs=tuple(((),) + s for s in in_specs),
                             out_specs=tuple(((),) + s for s in out_specs), check_vma=check_vma)
     return outs, [0] * len(outs)
@@ -241,37 +289,82 @@ batching.fancy_primitive_batchers[shard_map_p] = _batch
 # Lowering: XLA's manual region, the body inside it.
 
 
-def _sharding_call(value: ir.Value, result_type: ir.Type, target: str, sharding: str
-                   ) -> ir.Value:
+def subgroup_sharding(mesh: Mesh, spec: Spec, manual: frozenset) -> str:
+    """XLA's sharding (HloSharding text, devices as mesh positions) of a value split over
+    the axes `spec` names and manual over the axes `manual` (the devices that differ
+    only along those hold independent values): a subgroup per manual device set, the
+    devices left over holding copies."""
+    names = list(mesh.axis_names)
+    split = [n for entry in spec for n in entry]
+    manual_names = [n for n in names if n in manual]
+    copies = [n for n in names if n not in split and n not in manual]
+    tiles = [_parts(mesh, entry) for entry in spec]
+    n_manual, n_copies = _parts(mesh, tuple(manual_names)), _parts(mesh, tuple(copies))
+    if n_manual == 1 and math.prod(tiles) == 1:
+        return "{replicated}"
+    if n_manual == mesh.size:
+        return "{manual}"
+    order = [names.index(n) for n in split + manual_names + copies]
+    positions = np.arange(mesh.size).reshape(mesh.axis_sizes).transpose(order)
+    dims, kinds = list(tiles), []
+    for size, kind in ((n_manual, "manual"), (n_copies, "replicated")):
+        if size > 1:
+            dims.append(size)
+            kinds.append(kind)
+    ids = ",".join(map(str, positions.flat))
+    text = "{devices=[" + ",".join(map(str, dims)) + "]" + ids
+    if kinds == ["replicated"]:
+        return text + " last_tile_dim_replicate}"
+    return text + (" last_tile_dims={" + ", ".join(kinds) + "}" if kinds else "") + "}"
+
+
+def _sharding_call(value: ir.Value, result_type: ir.Type, target: str, sharding: str,
+                   ndim: int, auto: bool) -> ir.Value:
     op = hlo.CustomCallOp([result_type], [value], call_target_name=target)
     op.attributes["mhlo.sharding"] = ir.StringAttr.get(sharding)
+    if auto and ndim:
+        # Axes that stay Auto: the partitioner chooses how they split the value.
+        op.attributes["backend_config"] = ir.StringAttr.get(
+            "unspecified_dims=[" + ",".join(map(str, range(ndim))) + "]")
     return op.results[0]
 
 
-def _lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _manual_mesh(mesh: Mesh, manual: frozenset) -> Mesh:
+    return Mesh(mesh.devices, mesh.axis_names,
+                [AxisType.Manual if n in manual else t
+                 for n, t in zip(mesh.axis_names, mesh.axis_types)])
+
+
+def _lowering(ctx, *args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
     module = ctx.module_context
-    if getattr(module, "axis_context", None) is not None:
-        raise NotImplementedError("shard_map inside shard_map is not supported: give the inner "
-                                  "function's collectives the outer mesh axes instead")
-    manual = "{manual}"
+    enclosing = module.axis_context
+    # Axes manual in an enclosing region: this region is a subgroup of each of its
+    # devices sets (the module's axis context is the mesh with those axes Manual).
+    outer = frozenset() if enclosing is None else frozenset(
+        n for n, t in zip(enclosing.axis_names, enclosing.axis_types) if t == AxisType.Manual)
+    inside = outer | manual_axes
+    auto = len(inside) < len(mesh.axis_names)
     local_args = []
     for x, aval, spec, local in zip(args, ctx.avals_in, in_specs, jaxpr.in_avals):
-        full = NamedSharding(mesh, _as_partition_spec(spec)).hlo_sharding_text(aval.ndim)
-        x = _sharding_call(x, lowering.aval_to_ir_type(aval), "Sharding", full)
-        local_args.append(_sharding_call(x, lowering.aval_to_ir_type(local),
-                                         "SPMDFullToShardShape", manual))
-    module.axis_context = mesh
+        x = _sharding_call(x, lowering.aval_to_ir_type(aval), "Sharding",
+                           subgroup_sharding(mesh, spec, outer), aval.ndim, auto)
+        local_args.append(_sharding_call(
+            x, lowering.aval_to_ir_type(local), "SPMDFullToShardShape",
+            subgroup_sharding(mesh, ((),) * local.ndim, inside), local.ndim, auto))
+    module.axis_context = _manual_mesh(mesh, inside)
     try:
         outs = lowering.lower_jaxpr(module, jaxpr.jaxpr, lowering.closed_consts(jaxpr),
                                     local_args)
     finally:
-        module.axis_context = None
+        module.axis_context = enclosing
     results = []
     for y, aval, spec, local in zip(outs, ctx.avals_out, out_specs, jaxpr.out_avals):
-        full = NamedSharding(mesh, _as_partition_spec(spec)).hlo_sharding_text(aval.ndim)
-        y = _sharding_call(y, lowering.aval_to_ir_type(local), "Sharding", manual)
+        y = _sharding_call(
+            y, lowering.aval_to_ir_type(local), "Sharding",
+            subgroup_sharding(mesh, ((),) * local.ndim, inside), local.ndim, auto)
         results.append(_sharding_call(y, lowering.aval_to_ir_type(aval),
-                                      "SPMDShardToFullShape", full))
+                                      "SPMDShardToFullShape",
+                                      subgroup_sharding(mesh, spec, outer), aval.ndim, auto))
     return results
 
 
@@ -321,8 +414,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
       out_specs: how the results are put together: a PartitionSpec per result
         (or a prefix of the results' tree).
       in_specs: how each argument is split (a prefix of the arguments' tree).
-      mesh: the devices; by default the current mesh (`set_mesh`/`use_mesh`).
-      axis_names: accepted for JAX's signature; every mesh axis is manual.
+      mesh: the devices; by default the enclosing shard_map's mesh inside one, else
+        the current mesh (`set_mesh`/`use_mesh`).
+      axis_names: the mesh axes `f` is manual over (specs and collectives name only
+        these); the others stay Auto. Default: every axis not already manual.
       check_vma: accepted for JAX's signature (replication is not type-checked).
 
     >>> import numpy as np, lamella.core as lc, lamella.lax as lax
@@ -337,7 +432,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                                    axis_names=axis_names, check_vma=check_vma)
     if not callable(f):
         raise TypeError(f"shard_map expects a callable, got {f!r}")
-    chosen = mesh if mesh is not None else get_mesh()
+    enclosing = _enclosing()
+    chosen = mesh if mesh is not None else enclosing[0] if enclosing else get_mesh()
     if chosen is None:
         raise ValueError("shard_map needs a mesh: pass mesh=..., or set one with "
                          "lamella.core.sharding.set_mesh / use_mesh")
@@ -347,13 +443,17 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
     from lamella.core.config import config
     from lamella.core.trace import current_trace, eval_trace
 
+    requested = frozenset(axis_names)
+    if not requested <= set(chosen.axis_names):
+        raise ValueError(f"shard_map requires axis_names={set(requested)} to be a subset of "
+                         f"mesh.axis_names={set(chosen.axis_names)}")
     traces: dict = {}  # (tree, avals, config) -> (params, out tree): eager calls reuse them
 
     def mapped(*args):
         flat, tree = tree_flatten(args)
         avals = abstractify_args(flat, lambda: [f"argument {i}" for i in range(len(flat))],
                                  "shard_map")
-        if current_trace() is eval_trace:
+        if current_trace() is eval_trace and _enclosing() is None:
             key = (tree, tuple(avals), config.trace_key())
             traced = traces.get(key)
             if traced is None:
@@ -364,8 +464,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         return tree_unflatten(out_tree, list(shard_map_p.bind(*flat, **params)))
 
     def _trace_call(tree, avals):
+        manual = _manual_axes(chosen, requested)
         leaf_specs = _broadcast_specs(in_specs, tree, len(avals), "in_specs")
         specs = tuple(_spec(s, a.ndim, "in_specs") for s, a in zip(leaf_specs, avals))
+        _check_manual(specs, chosen, manual, "in_specs")
         local = [_local_aval(a, s, chosen, "in_specs") for a, s in zip(avals, specs)]
         out_tree = []
 
@@ -373,7 +475,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
             leaves, t = tree_flatten(f(*tree_unflatten(tree, list(xs))))
             out_tree.append(t)
             return leaves
-        closed = _trace(body, local, chosen)
+        closed = _trace(body, local, chosen, manual)
         leaf_out = _broadcast_specs(out_specs, out_tree[0], len(closed.out_avals), "out_specs")
         outs_specs = tuple(_spec(s, a.ndim, "out_specs")
                            for s, a in zip(leaf_out, closed.out_avals))
@@ -382,9 +484,46 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                 if n not in chosen.axis_names:
                     raise ValueError(f"shard_map out_specs: the spec names the axis {n!r}, "
                                      f"which the mesh lacks (its axes: {chosen.axis_names})")
-        return dict(jaxpr=closed, mesh=chosen, in_specs=specs, out_specs=outs_specs,
-                    check_vma=bool(check_vma)), out_tree[0]
+        _check_manual(outs_specs, chosen, manual, "out_specs")
+        return dict(jaxpr=closed, mesh=chosen, manual_axes=manual, in_specs=specs,
+                    out_specs=outs_specs, check_vma=bool(check_vma)), out_tree[0]
 
     mapped.__name__ = getattr(f, "__name__", "shard_map")
     mapped.__wrapped__ = f
     return mapped
+
+
+def _same_devices(a: Mesh, b: Mesh) -> bool:
+    return a.axis_names == b.axis_names and a.devices.shape == b.devices.shape and all(
+        x.id == y.id for x, y in zip(a.devices.flat, b.devices.flat))
+
+
+def _manual_axes(mesh: Mesh, requested: frozenset) -> frozenset:
+    """The axes a shard_map called now is manual over: `requested` (all axes not already
+    manual if empty), checked against the shard_maps it is nested in."""
+    enclosing = _enclosing()
+    outer = enclosing[1] if enclosing else frozenset()
+    if enclosing and not _same_devices(enclosing[0], mesh):
+        raise ValueError(f"The context mesh {_manual_mesh(enclosing[0], outer)._short()} "
+                         f"should match the mesh passed to shard_map {mesh._short()}")
+    already = sorted(requested & outer, key=mesh.axis_names.index)
+    if already:
+        raise ValueError(f"shard_map axis_names={set(requested)}: the mesh axes {already} "
+                         "are already manual in the enclosing shard_map; a nested shard_map "
+                         "is manual over other axes (its block is the enclosing block)")
+    manual = requested or frozenset(n for n in mesh.axis_names if n not in outer)
+    if not manual:
+        raise ValueError("shard_map inside shard_map: every mesh axis is already manual, "
+                         "so there is no axis left to map over")
+    return manual
+
+
+def _check_manual(specs: Sequence[Spec], mesh: Mesh, manual: frozenset, what: str) -> None:
+    """Specs name only the manual axes (an axis the mesh lacks is reported later)."""
+    for spec in specs:
+        for n in (n for names in spec for n in names):
+            if n not in manual and n in mesh.axis_names:
+                raise ValueError(
+                    f"shard_map {what} argument must refer to an axis marked as manual "
+                    f"({manual!r}), but:\n\n  {what} refers to {n!r}\n\n"
+                    f"Check the {what} values passed to shard_map.")

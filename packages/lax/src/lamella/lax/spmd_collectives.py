@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from lamella.core.sharding import AxisType
 from lamella.lax import lowering
 from lamella.lax.lowering import hlo, ir, register_lowering
 from lamella.lax.parallel import (
@@ -29,6 +30,7 @@ from lamella.lax.parallel import (
     psum_p,
     reduce_scatter_p,
 )
+from lamella.lax.shard_map import subgroup_sharding
 
 
 def _mesh(ctx: Any, name: str) -> Any:
@@ -118,11 +120,15 @@ register_lowering(pmax_p, _all_reduce(_or_for_bool(_max, hlo.or_), "pmax"))
 register_lowering(pmin_p, _all_reduce(_or_for_bool(_min, hlo.and_), "pmin"))
 
 
-def _position(mesh: Any, axes: tuple) -> ir.Value:
-    """This partition's position along `axes` (an i32 scalar)."""
+def _position(mesh: Any, axes: tuple, annotate: str | None = None) -> ir.Value:
+    """This partition's position along `axes` (an i32 scalar); `annotate`: the
+    partition id's sharding."""
     i32 = ir.IntegerType.get_signless(32)
     scalar = ir.RankedTensorType.get([], i32)
-    pid = hlo.convert(scalar, hlo.PartitionIdOp().result)
+    partition = hlo.PartitionIdOp()
+    if annotate is not None:
+        partition.operation.attributes["mhlo.sharding"] = ir.StringAttr.get(annotate)
+    pid = hlo.convert(scalar, partition.result)
     sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
     names = list(mesh.axis_names)
     total = None
@@ -136,7 +142,21 @@ def _position(mesh: Any, axes: tuple) -> ir.Value:
 
 
 def _axis_index(ctx, *, axis_name):
-    return [_position(_mesh(ctx, "axis_index"), _axes(axis_name))]
+    mesh = _mesh(ctx, "axis_index")
+    manual = frozenset(n for n, t in zip(mesh.axis_names, mesh.axis_types)
+                       if t == AxisType.Manual)
+    if len(manual) == len(mesh.axis_names):
+        return [_position(mesh, _axes(axis_name))]
+    # XLA defines partition_id only where every axis is manual: where some stay Auto
+    # it is computed in a region manual over those too, whose copies all agree.
+    scalar = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
+    index = _position(mesh, _axes(axis_name), annotate="{manual}")
+    for target, sharding in (("Sharding", "{manual}"),
+                             ("SPMDShardToFullShape", subgroup_sharding(mesh, (), manual))):
+        op = hlo.CustomCallOp([scalar], [index], call_target_name=target)
+        op.attributes["mhlo.sharding"] = ir.StringAttr.get(sharding)
+        index = op.results[0]
+    return [index]
 
 
 register_lowering(axis_index_p, _axis_index)
