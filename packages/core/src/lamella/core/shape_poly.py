@@ -32,6 +32,7 @@ from lamella.core.avals import ShapedArray
 from lamella.core.errors import InconclusiveDimensionOperation as _CoreInconclusive
 
 __all__ = ["DimExpr", "InconclusiveDimensionOperation", "SymbolicScope", "all_dim_vars",
+           "dimension_as_value",
            "evaluate_shape", "is_symbolic_dim", "is_symbolic_shape", "symbolic_args_specs",
            "symbolic_shape"]
 
@@ -303,15 +304,14 @@ class DimExpr:
         raise InconclusiveDimensionOperation(
             f"Symbolic dimension '{self}' used in a context that requires a constant")
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise InconclusiveDimensionOperation(
-            f"Symbolic dimension '{self}' has no concrete value to convert to a NumPy array")
-
     # lamella.numpy reads the aval of what it is given: as a value, a dimension is a
     # weakly typed integer scalar (lowered from the dimension variables' sizes).
     @property
     def aval(self) -> ShapedArray:
         return ShapedArray((), dtypes.canonicalize_dtype(np.int64), weak_type=True)
+
+    ndim = 0  # what np.ndim and np.shape read first
+    shape = ()
 
     # --- queries ---------------------------------------------------------------
     def __str__(self) -> str:
@@ -399,8 +399,13 @@ def _is_traced(x: Any) -> bool:
         x, (np.ndarray, np.generic, float, complex))
 
 
+def dimension_as_value(dim: DimSize) -> Any:
+    """The dimension as an array value: a traced int scalar inside a function traced
+    for export (an int stays an int)."""
+    return _as_value(dim) if isinstance(dim, DimExpr) else dim
+
+
 def _as_value(dim: DimExpr) -> Any:
-    """The dimension as an array value (a traced int scalar inside an export)."""
     if _dimension_as_value is None:
         raise InconclusiveDimensionOperation(
             f"Symbolic dimension '{dim}' used as a value needs lamella.lax: import it first")

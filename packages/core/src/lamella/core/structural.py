@@ -11,6 +11,7 @@ transformations work with no compiler; lamella.lax re-exports them under
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -156,7 +157,7 @@ reshape_p.def_impl(lambda x, *, new_sizes, dimensions: np.reshape(x, new_sizes))
 def _reshape_abstract_eval(x: ShapedArray, *, new_sizes, dimensions):
     if dimensions is not None:
         raise _shape_error("reshape", "core's reshape takes dimensions=None")
-    if int(np.prod(new_sizes)) != x.size or any(d < 0 for d in new_sizes):
+    if math.prod(new_sizes) != x.size or any(d < 0 for d in new_sizes):
         raise _shape_error("reshape", f"can't reshape {x.str_short()} ({x.size} elements) "
                                       f"to shape {new_sizes}")
     return x.update(shape=new_sizes)

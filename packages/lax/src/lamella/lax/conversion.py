@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes
+from lamella.core.shape_poly import DimExpr, dimension_as_value
 from lamella.core.staging import const_fold_rules
 from lamella.core.trace import aval_of
 from lamella.lax.lowering import aval_to_ir_type, constant, hlo, register_lowering
@@ -40,6 +41,8 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
     Array(2, dtype=int32)
     """
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if type(operand) is DimExpr:  # a symbolic dimension used as a number
+        operand = dimension_as_value(operand)
     if type(operand) is int and not weak_type and not _fits_default_int(operand):
         # Python ints are unbounded: one beyond the default integer type (a valid uint32
         # above 2**31, or 2**70 for a float) converts on the host, wrapping as NumPy's

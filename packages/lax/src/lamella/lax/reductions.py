@@ -31,6 +31,7 @@ from lamella.core.structural import broadcast_in_dim, reduce_sum_p, reshape, tra
 from lamella.core.trace import Tracer, aval_of, current_trace
 from lamella.core.tree_util import tree_flatten, tree_unflatten
 from lamella.core.vmap_api import vmap
+from lamella.lax import symbolic_lowering
 from lamella.lax.arithmetic import abs as lax_abs
 from lamella.lax.arithmetic import add, add_p, div, max_p, min_p, mul, mul_p, neg, sub
 from lamella.lax.arithmetic import max as lax_max
@@ -331,7 +332,7 @@ def _argminmax(name: str, direction: str, identity: Callable[[np.dtype], Any]):
 
     def lowering(ctx, x, *, axes, index_dtype):
         (aval_in,), (aval_out,) = ctx.avals_in, ctx.avals_out
-        indices = hlo.iota(aval_to_ir_type(aval_in.update(dtype=index_dtype)), axes[0])
+        indices = symbolic_lowering.iota(aval_in.update(dtype=index_dtype), axes[0])
         # The init (identity, 0) never beats a real element: it loses to anything
         # better and, on a tie, element 0 (which it then equals) has index 0 too.
         op = hlo.ReduceOp([aval_to_ir_type(aval_out.update(dtype=aval_in.dtype)),

@@ -25,6 +25,7 @@ import numpy as np
 
 from lamella.core import Primitive, ShapedArray, ad, batching, dtypes
 from lamella.core.jaxpr import pp_eqn, pp_eqn_rules
+from lamella.core.shape_poly import DimExpr
 from lamella.core.structural import broadcast_in_dim, reduce_sum, reshape
 from lamella.core.trace import aval_of
 from lamella.lax import symbolic_lowering
@@ -132,12 +133,20 @@ def canonicalize_shape(name: str, shape: Any) -> tuple[int, ...]:
     try:
         dims = tuple(operator.index(d) for d in shape)
     except TypeError:
-        raise TypeError(f"{name}: shapes must be sequences of concrete integers, got "
-                        f"{shape!r}") from None
+        dims = _symbolic_shape(name, shape)
     if builtins.any(d < 0 for d in dims):
         raise TypeError(f"{name}: shape {dims} has a negative dimension; every dimension "
                         "must be >= 0")
     return dims
+
+
+def _symbolic_shape(name: str, shape: Any) -> tuple:
+    # Shapes traced for a shape-polymorphic export hold symbolic dimensions too.
+    try:
+        return tuple(d if type(d) is DimExpr else operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{name}: shapes must be sequences of concrete integers, got "
+                        f"{shape!r}") from None
 
 
 def check_out_sharding(name: str, out_sharding: Any) -> None:

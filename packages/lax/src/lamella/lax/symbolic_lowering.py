@@ -102,7 +102,7 @@ class SymbolicFunction:
 
     def _assert_shapes(self, sizes: dict[str, ir.Value], where: dict[str, str],
                        occurrences: list) -> None:
-        specs = ", ".join(f"args[{i}].shape = ({', '.join(map(str, a.shape))})"
+        specs = ", ".join(f"args[{i}].shape = {tuple(a.shape)}"
                           for i, a in enumerate(self.avals) if is_symbolic_shape(a.shape))
         found = ", ".join(f"'{v}' = {{{k}}} from {where[v]}" for k, v in enumerate(sizes))
         inputs = list(sizes.values())
@@ -260,7 +260,7 @@ supports_symbolic(
     "round", "rsqrt", "select_n", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh",
     "xor", "stop_gradient", "reduce_precision", "name",
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
-    "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
+    "argmax", "argmin", "sort", "scan",
     "dot_general", "transpose", "reshape", "broadcast_in_dim", "squeeze", "expand_dims",
     "concatenate", "slice", "iota", "rev", "empty",
     "jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",

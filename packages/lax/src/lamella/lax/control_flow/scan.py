@@ -48,6 +48,7 @@ from lamella.core.jaxpr import (
     pp_eqn,
     pp_eqn_rules,
 )
+from lamella.core.shape_poly import DimExpr, is_symbolic_shape
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.structural import add_any_p
 from lamella.core.trace import aval_of, set_current_trace
@@ -62,6 +63,7 @@ from lamella.core.tree_util import (
 )
 from lamella.core.util import merge_lists, split_list, weakref_lru_cache
 from lamella.core.vmap_api import vmap
+from lamella.lax import symbolic_lowering
 from lamella.lax.arithmetic import add
 from lamella.lax.control_flow.common import (
     TraceCache,
@@ -577,15 +579,23 @@ batching.fancy_primitive_batchers[scan_p] = _scan_batch
 
 def _scan_lowering(ctx, *args, jaxpr, length, reverse, unroll, num_consts, num_carry, linear):
     module = ctx.module_context
-    index_dtype = np.dtype(np.int32 if length < 2 ** 31 else np.int64)
+    # A symbolic length (shape-polymorphic export) loops over the dimension's value.
+    symbolic = isinstance(length, DimExpr)
+    if symbolic:
+        unroll = 1
+    index_dtype = np.dtype(np.int32 if symbolic or length < 2 ** 31 else np.int64)
     consts, init, xs = split_list(list(args), [num_consts, num_carry])
     ys_avals = ctx.avals_out[num_carry:]
-    ys = [hlo.broadcast_in_dim(aval_to_ir_type(a), constant(np.zeros((), _physical(a))), [])
+    ys = [symbolic_lowering.broadcast_in_dim(a, constant(np.zeros((), _physical(a))), [])
           for a in ys_avals]
     x_avals = ctx.avals_in[num_consts + num_carry:]
+    if any(is_symbolic_shape(a.shape[1:]) for a in (*x_avals, *ys_avals)):
+        raise ValueError("The primitive 'scan' does not support symbolic dimensions in the "
+                         "slices it scans over or stacks (only in its length and carry)")
 
-    def index(t: int) -> ir.Value:
-        return constant(np.asarray(t, index_dtype))
+    def index(t: int | DimExpr) -> ir.Value:
+        return constant(t if isinstance(t, DimExpr) else np.asarray(t, index_dtype),
+                        index_dtype)
 
     def iteration(t, consts, body_consts, xs, carry, ys):
         """Emits iteration `t` (counting from 0 in loop order: a Python int, or
@@ -608,7 +618,7 @@ def _scan_lowering(ctx, *args, jaxpr, length, reverse, unroll, num_consts, num_c
 
     trips = length // unroll
     carry, done = init, 0
-    if trips > 1:
+    if symbolic or trips > 1:
         state = [index(0), *consts, *xs, *carry, *ys]
         types = [v.type for v in state]
         loop = hlo.WhileOp(types, state)
