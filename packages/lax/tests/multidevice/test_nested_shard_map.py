@@ -133,6 +133,33 @@ def test_grad_through_partial_manual_shard_map_matches_numerical():
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
 
 
+def _every_collective(b):
+    return (lax.all_gather(b, "x", tiled=True)[:2] + lax.all_gather(b, "x")[3]
+            + lax.psum_scatter(jnp.concatenate([b] * 4), "x", tiled=True)
+            + lax.all_to_all(b, "x", 1, 1, tiled=True)
+            + lax.ppermute(b, "x", [(i, (i + 1) % 4) for i in range(4)])
+            + lax.pmin(b, "x") + lax.axis_index("x"))
+
+
+def _over_x(axis_names):
+    return lc.shard_map(_every_collective, mesh=MESH, in_specs=P("x"), out_specs=P("x"),
+                        **axis_names)
+
+
+PARTIAL_ALL, MANUAL_ALL = lc.jit(_over_x(dict(axis_names={"x"}))), lc.jit(_over_x({}))
+
+
+def test_collectives_where_other_axes_stay_auto_equal_fully_manual_ones():
+    # XLA's partitioner aborts on all_gather, all_to_all and partition_id in a region
+    # with Auto axes: those run in a nested fully manual region.
+    np.testing.assert_allclose(np.asarray(PARTIAL_ALL(X)), np.asarray(MANUAL_ALL(X)),
+                               rtol=1e-6)
+    grads = [lc.jit(lc.grad(lambda v, f=f: jnp.sum(jnp.sin(f(v)))))(X)
+             for f in (_over_x(dict(axis_names={"x"})), _over_x({}))]
+    np.testing.assert_allclose(np.asarray(grads[0]), np.asarray(grads[1]), rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_nested_shard_map_under_vmap():
     got = lc.jit(lc.vmap(NESTED))(np.stack([X, 2 * X]))
     np.testing.assert_allclose(np.asarray(got)[1],

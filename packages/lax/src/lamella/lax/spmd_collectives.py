@@ -141,22 +141,43 @@ def _position(mesh: Any, axes: tuple, annotate: str | None = None) -> ir.Value:
     return total
 
 
-def _axis_index(ctx, *, axis_name):
-    mesh = _mesh(ctx, "axis_index")
+def _auto_axes(mesh: Any) -> bool:
+    """Whether some mesh axes stay Auto where the op is (the context mesh types the
+    manual ones Manual)."""
+    return any(t != AxisType.Manual for t in mesh.axis_types)
+
+
+def _marked(value: ir.Value, target: str, sharding: str) -> ir.Value:
+    op = hlo.CustomCallOp([value.type], [value], call_target_name=target)
+    op.attributes["mhlo.sharding"] = ir.StringAttr.get(sharding)
+    return op.results[0]
+
+
+def _copies(mesh: Any, value: ir.Value) -> str:
+    """The sharding of a value every device of a manual subgroup holds whole."""
     manual = frozenset(n for n, t in zip(mesh.axis_names, mesh.axis_types)
                        if t == AxisType.Manual)
-    if len(manual) == len(mesh.axis_names):
-        return [_position(mesh, _axes(axis_name))]
-    # XLA defines partition_id only where every axis is manual: where some stay Auto
-    # it is computed in a region manual over those too, whose copies all agree.
-    scalar = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
-    index = _position(mesh, _axes(axis_name), annotate="{manual}")
-    for target, sharding in (("Sharding", "{manual}"),
-                             ("SPMDShardToFullShape", subgroup_sharding(mesh, (), manual))):
-        op = hlo.CustomCallOp([scalar], [index], call_target_name=target)
-        op.attributes["mhlo.sharding"] = ir.StringAttr.get(sharding)
-        index = op.results[0]
-    return [index]
+    return subgroup_sharding(mesh, ((),) * ir.RankedTensorType(value.type).rank, manual)
+
+
+def _fully_manual(mesh: Any, x: ir.Value | None, build: Any) -> ir.Value:
+    """`build(x)` where every mesh axis is manual: where some stay Auto, XLA's
+    partitioner takes partition_id, all_gather and all_to_all only there (else it
+    aborts), so `x` enters a region manual over those axes too, whole on each device
+    of them, and the result leaves it the same way."""
+    if not _auto_axes(mesh):
+        return build(x)
+    if x is not None:
+        x = _marked(_marked(x, "Sharding", _copies(mesh, x)), "SPMDFullToShardShape",
+                    "{manual}")
+    y = _marked(build(x), "Sharding", "{manual}")
+    return _marked(y, "SPMDShardToFullShape", _copies(mesh, y))
+
+
+def _axis_index(ctx, *, axis_name):
+    mesh = _mesh(ctx, "axis_index")
+    annotate = "{manual}" if _auto_axes(mesh) else None
+    return [_fully_manual(mesh, None, lambda _: _position(mesh, _axes(axis_name), annotate))]
 
 
 register_lowering(axis_index_p, _axis_index)
@@ -170,10 +191,12 @@ def _all_gather(ctx, x, *, all_gather_dimension, axis_name, axis_index_groups, a
         shape = list(aval_in.shape)
         shape.insert(all_gather_dimension, 1)
         x = hlo.reshape(lowering.aval_to_ir_type(aval_in.update(shape=tuple(shape))), x)
-    op = hlo.AllGatherOp([lowering.aval_to_ir_type(aval_out)], [x], all_gather_dimension,
-                         _groups_attr(groups), channel_handle=_channel(),
-                         use_global_device_ids=True)
-    return [op.results[0]]
+
+    def gather(x):
+        return hlo.AllGatherOp([lowering.aval_to_ir_type(aval_out)], [x], all_gather_dimension,
+                               _groups_attr(groups), channel_handle=_channel(),
+                               use_global_device_ids=True).results[0]
+    return [_fully_manual(ctx.module_context.axis_context, x, gather)]
 
 
 register_lowering(all_gather_p, _all_gather)
@@ -203,10 +226,11 @@ def _all_to_all(ctx, x, *, split_axis, concat_axis, axis_name, axis_index_groups
     groups = replica_groups(_mesh(ctx, "all_to_all"), _axes(axis_name), axis_index_groups)
     n = groups.shape[1]
     aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
+    mesh = ctx.module_context.axis_context
     if tiled:
-        op = hlo.AllToAllOp([x], split_axis, concat_axis, n, _groups_attr(groups),
-                            channel_handle=_channel())
-        return [op.results[0]]
+        return [_fully_manual(mesh, x, lambda x: hlo.AllToAllOp(
+            [x], split_axis, concat_axis, n, _groups_attr(groups),
+            channel_handle=_channel()).results[0])]
     # One member per chunk: a size-1 axis where the gathered axis goes, exchanged
     # along the split axis, which then drops out.
     where = concat_axis if concat_axis <= split_axis else concat_axis + 1
@@ -214,8 +238,9 @@ def _all_to_all(ctx, x, *, split_axis, concat_axis, axis_name, axis_index_groups
     shape = list(aval_in.shape)
     shape.insert(where, 1)
     x = hlo.reshape(lowering.aval_to_ir_type(aval_in.update(shape=tuple(shape))), x)
-    op = hlo.AllToAllOp([x], split, where, n, _groups_attr(groups), channel_handle=_channel())
-    return [hlo.reshape(lowering.aval_to_ir_type(aval_out), op.results[0])]
+    exchanged = _fully_manual(mesh, x, lambda x: hlo.AllToAllOp(
+        [x], split, where, n, _groups_attr(groups), channel_handle=_channel()).results[0])
+    return [hlo.reshape(lowering.aval_to_ir_type(aval_out), exchanged)]
 
 
 register_lowering(all_to_all_p, _all_to_all)
