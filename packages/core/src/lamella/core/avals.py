@@ -23,52 +23,86 @@ from lamella.core import dtypes
 
 
 class ShapedArray:
-    """The abstract value of an array: `ShapedArray((3,), np.float32)`."""
+    """The abstract value of an array: `ShapedArray((3,), np.float32)`.
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    `sharding` is the array's layout when it is part of its type (a NamedSharding
+    over a mesh with Explicit axes, JAX 0.10's explicit sharding); None otherwise.
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
     array_abstraction_level = 1
 
-    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False,
+                 sharding: Any = None):
         # Abstract-eval rules build avals for every traced operation: skip the
         # conversions when the shape is already a tuple and the dtype a dtype.
         self.shape = shape if type(shape) is tuple else tuple(int(d) for d in shape)
         self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        self.sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=False) -> ShapedArray:
+        """A copy with the given fields replaced; a new shape drops the sharding
+        unless one is given (`sharding=None` drops it too)."""
+        if sharding is False:
+            sharding = self.sharding if shape is None else None
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type, sharding)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
 
     def to_tangent_aval(self) -> ShapedArray:
         """The aval of this value's tangents: same shape, float0 for integers."""
-        return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type)
+        return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type,
+                           self.sharding)
 
     def str_short(self, short_dtypes: bool = True) -> str:
+        """`f32[8,4]`; a sharded dimension shows its mesh axes: `f32[8@x,4@(y,z)]`."""
         name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
-        return f"{name}[{','.join(map(str, self.shape))}]"
+        if self.sharding is None:
+            return f"{name}[{','.join(map(str, self.shape))}]"
+        dims = []
+        for size, entry in zip(self.shape, self.sharding.spec._normalized(len(self.shape))):
+            axes = entry[0] if len(entry) == 1 else f"({','.join(entry)})"
+            dims.append(f"{size}@{axes}" if entry else str(size))
+        return f"{name}[{','.join(dims)}]"
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is ShapedArray and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.sharding == other.sharding)
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype, self.weak_type))
+        return hash((self.shape, self.dtype, self.weak_type, self.sharding))
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
 
+    def __str__(self) -> str:
+        return ("~" if self.weak_type else "") + self.str_short(short_dtypes=False)
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of unsized object (a 0-d array)")
         return self.shape[0]
+
+
+class _ExplicitSharding:
+    """Whether any aval has carried an explicit sharding in this process, and the step
+    that then sets each traced equation's result shardings (`sharding_rules.propagate`).
+    Until one does, tracing skips that step entirely."""
+
+    on = False
+    propagate: Callable[..., Any] | None = None
+
+
+explicit_sharding = _ExplicitSharding()
 
 
 class ShapeDtypeStruct:

@@ -513,15 +513,25 @@ def _constraint_impl(x: Any, *, sharding: NamedSharding) -> Any:
     return current_executor().device_put(x, sharding)
 
 
-sharding_constraint_p.def_abstract_eval(lambda aval, *, sharding: aval)
+@sharding_constraint_p.def_abstract_eval
+def _constraint_abstract_eval(aval: Any, *, sharding: NamedSharding) -> Any:
+    # Under an Explicit mesh the constraint is a reshard: the result's type says so.
+    if AxisType.Explicit not in sharding.mesh.axis_types:
+        return aval
+    from lamella.core.sharding_rules import typed_sharding
+    return aval.update(sharding=typed_sharding(sharding.mesh, sharding.spec, aval.ndim))
 
 
 def _register_constraint_rules() -> None:
     from lamella.core import ad, batching
 
-    ad.deflinear2(sharding_constraint_p,
-                  lambda ct, x, *, sharding: [sharding_constraint_p.bind(
-                      ad.instantiate_zeros(ct), sharding=sharding)])
+    def transpose(ct, x, *, sharding):
+        # A reshard's cotangent goes back to the layout its operand's type had.
+        source = getattr(x.aval, "sharding", None)
+        back = source if source is not None else sharding if not _is_explicit(sharding) \
+            else NamedSharding(sharding.mesh, PartitionSpec())
+        return [sharding_constraint_p.bind(ad.instantiate_zeros(ct), sharding=back)]
+    ad.deflinear2(sharding_constraint_p, transpose)
 
     def batch(args, dims, *, sharding):
         (x,), (d,) = args, dims
@@ -533,19 +543,15 @@ def _register_constraint_rules() -> None:
     batching.primitive_batchers[sharding_constraint_p] = batch
 
 
+def _is_explicit(sharding: NamedSharding) -> bool:
+    return AxisType.Explicit in sharding.mesh.axis_types
+
+
 _register_constraint_rules()
 
 
-def with_sharding_constraint(x: Any, shardings: Any) -> Any:
-    """`x` (a pytree), with each leaf laid out as the matching sharding says: inside
-    `jit` a hint to XLA's partitioner, outside it a `device_put`.
-
-    >>> import lamella.core as lc
-    >>> mesh = make_mesh((1,), ("x",))
-    >>> lc.jit(lambda v: with_sharding_constraint(v, NamedSharding(mesh, P("x"))))(
-    ...     np.ones(2, np.float32)).shape
-    (2,)
-    """
+def _constrain(x: Any, shardings: Any, what: str, check_explicit: bool) -> Any:
+    from lamella.core.trace import aval_of
     from lamella.core.tree_util import tree_flatten, tree_unflatten
     leaves, tree = tree_flatten(x)
     if isinstance(shardings, (NamedSharding, PartitionSpec)):
@@ -554,19 +560,48 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
         targets, _ = tree_flatten(shardings, is_leaf=lambda s: isinstance(
             s, (NamedSharding, PartitionSpec)))
         if len(targets) != len(leaves):
-            raise ValueError(f"with_sharding_constraint: {len(targets)} shardings for "
-                             f"{len(leaves)} values")
+            raise ValueError(f"{what}: {len(targets)} shardings for {len(leaves)} values")
     outs = []
     for leaf, target in zip(leaves, targets):
-        named = as_named(target, "with_sharding_constraint")
+        named = as_named(target, what)
         named.check_shape(np.shape(leaf))
+        if check_explicit and all(t is AxisType.Explicit for t in named.mesh.axis_types):
+            _assert_same_layout(aval_of(leaf), named)
         outs.append(sharding_constraint_p.bind(leaf, sharding=named))
     return tree_unflatten(tree, outs)
 
 
+def _assert_same_layout(aval: Any, named: NamedSharding) -> None:
+    """Under an all-Explicit mesh a constraint asserts the type's layout (JAX)."""
+    have = aval.sharding.spec if aval.sharding is not None else PartitionSpec()
+    ndim = len(aval.shape)
+    if have._normalized(ndim) != named.spec._normalized(ndim):
+        raise AssertionError(
+            "`with_sharding_constraint` acts as an assert when all axes of mesh are of type "
+            f"`Explicit`. The array sharding: {have!r} did not match the sharding provided: "
+            f"{named.spec!r}. Please use `jax.sharding.reshard` to shard your input to the "
+            "sharding you want.")
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """`x` (a pytree), with each leaf laid out as the matching sharding says: inside
+    `jit` a hint to XLA's partitioner, outside it a `device_put`. Over a mesh whose
+    axes are all Explicit, the layout is already the type's: the constraint asserts
+    it (`reshard` changes it).
+
+    >>> import lamella.core as lc
+    >>> mesh = make_mesh((1,), ("x",), axis_types=(AxisType.Auto,))
+    >>> lc.jit(lambda v: with_sharding_constraint(v, NamedSharding(mesh, P("x"))))(
+    ...     np.ones(2, np.float32)).shape
+    (2,)
+    """
+    return _constrain(x, shardings, "with_sharding_constraint", True)
+
+
 def reshard(xs: Any, out_shardings: Any) -> Any:
-    """`xs` laid out as `out_shardings` says (a sharding, a spec, or a pytree of them):
-    `device_put` on concrete values, a sharding constraint under `jit`.
+    """`xs` laid out as `out_shardings` says (a sharding, a spec under the current mesh,
+    or a pytree of them): `device_put` on concrete values, a resharding inside `jit`.
+    Under an Explicit mesh the result's type carries the new layout.
 
     (needs lamella.lax's runtime; run in packages/lax/tests/multidevice)
 
@@ -574,4 +609,4 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
     >>> reshard(np.ones(2, np.float32), NamedSharding(mesh, P())).sharding.spec  # doctest: +SKIP
     P()
     """
-    return with_sharding_constraint(xs, out_shardings)
+    return _constrain(xs, out_shardings, "reshard", False)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from lamella.core.avals import ShapedArray, get_aval
+from lamella.core.avals import ShapedArray, explicit_sharding, get_aval
 from lamella.core.effects import effects_of
 from lamella.core.jaxpr import (
     NO_EFFECTS,
@@ -122,6 +122,9 @@ class StagingTrace(Trace):
         rule = primitive._abstract_eval or primitive.abstract_eval
         try:
             out = rule(*[v.aval for v in invars], **params)
+            if explicit_sharding.on:  # set once an aval carried an Explicit-mesh sharding
+                out = explicit_sharding.propagate(primitive, [v.aval for v in invars], out,
+                                                  params)
         except (TypeError, ValueError) as e:
             raise _with_location(e, primitive, source) from None
         effects = effects_of(primitive, params)

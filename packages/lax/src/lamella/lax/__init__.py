@@ -36,6 +36,7 @@ from lamella.core.structural import (  # noqa: E402
     transpose_p,
 )
 from lamella.lax import core_lowerings as _core_lowerings  # noqa: E402, F401
+from lamella.lax import explicit_sharding as _explicit_sharding  # noqa: E402
 from lamella.lax import flags as _flags  # noqa: E402
 from lamella.lax import (
     linalg,  # noqa: E402  (jax.lax.linalg: an attribute, as in JAX)
@@ -456,13 +457,15 @@ __version__ = "0.1.0"
 
 _internal(_os.path.dirname(__file__))
 _runtime.set_aval_factory(lambda shape, dtype_, weak: _ShapedArray(shape, dtype_, weak))
-_avals.pytype_aval_mappings[Array] = lambda x: x.aval
+_avals.pytype_aval_mappings[Array] = _explicit_sharding.array_aval
 _avals.array_types.add(Array)
 _runtime.set_x64(_config.read("enable_x64"))
 _runtime.set_disable_jit(_config.read("disable_jit"))
 _flags.mirror_config_in_jaxlib()
 from lamella.lax import checkify_rules as _checkify_rules  # noqa: E402, F401  (after all primitives)
 from lamella.lax import exported_call as _exported_call  # noqa: E402, F401  (export's runtime half)
+
+_explicit_sharding.register_rules()  # after all primitives
 
 _tree_util.on_register(_runtime.register_pytree_node)  # custom pytrees stay on the C++ path
 _core_errors.JaxRuntimeError = _runtime.XlaRuntimeError  # what XLA raises

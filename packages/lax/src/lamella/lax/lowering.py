@@ -46,6 +46,7 @@ from jaxlib.mlir.dialects import chlo, func
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from lamella.core import ShapedArray, dtypes
+from lamella.core.avals import explicit_sharding
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from lamella.core.shape_poly import DimExpr, is_symbolic_shape
 from lamella.core.staging import trace_to_jaxpr
@@ -288,6 +289,9 @@ def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
         with _location(ctx, eqn):
             outs = rule(rule_ctx, *map(read, eqn.invars), **eqn.params)
         outs = ir_tree_registry.leaves(outs)
+        if explicit_sharding.on:  # a value whose type is sharded is pinned to that layout
+            from lamella.lax.explicit_sharding import pin_typed_layouts
+            outs = pin_typed_layouts(rule_ctx.avals_out, outs)
         if len(outs) != len(eqn.outvars):
             raise ValueError(f"lowering rule for '{eqn.primitive.name}' returned {len(outs)} "
                              f"values for {len(eqn.outvars)} outputs")
