@@ -14,6 +14,7 @@ import lamella.core as lc
 import lamella.lax as lax
 import lamella.numpy as jnp
 from lamella.core import ShapeDtypeStruct, debug
+from lamella.core.errors import JaxRuntimeError
 
 F32 = np.float32
 scalar = ShapeDtypeStruct((), F32)
@@ -69,15 +70,17 @@ def test_float64_results_canonicalize_to_the_declared_float32():
 
 
 def test_exception_surfaces_with_the_callback_traceback():
+    # As in JAX: XLA's runtime error, whose text holds the callback's traceback.
     def explode(x):
         raise ZeroDivisionError("inside the callback")
     f = lc.jit(lambda x: lc.pure_callback(explode, vector, x) + 1.0)
     for _ in range(2):  # the first run of an executable may be asynchronous
-        with pytest.raises(ZeroDivisionError, match="inside the callback") as info:
+        with pytest.raises(JaxRuntimeError, match="ZeroDivisionError: inside the callback") \
+                as info:
             f(np.ones(3, F32))
-        assert any(entry.name == "explode" for entry in info.traceback)
+        assert 'in explode' in str(info.value)
     g = lc.jit(lambda x: debug.callback(explode, x))  # a program with no outputs
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(JaxRuntimeError, match="ZeroDivisionError"):
         g(np.ones(3, F32))
 
 
@@ -89,10 +92,10 @@ def test_exception_surfaces_from_the_fast_path_after_calls_that_succeeded():
     f = lc.jit(lambda x: lc.pure_callback(sometimes, vector, x) * 2.0)
     for _ in range(3):  # the later calls run from C++
         np.testing.assert_array_equal(f(np.ones(3, F32)), np.full(3, 2.0, F32))
-    for _ in range(2):
-        with pytest.raises(KeyError, match="negative") as info:
-            f(np.full(3, -1.0, F32))
-        assert any(entry.name == "sometimes" for entry in info.traceback)
+    for _ in range(2):  # jaxlib's C++ dispatcher reports it as a ValueError (JAX too)
+        with pytest.raises(ValueError, match="KeyError: 'negative'") as info:
+            lc.block_until_ready(f(np.full(3, -1.0, F32)))
+        assert "in sometimes" in str(info.value)
     np.testing.assert_array_equal(f(np.ones(3, F32)), np.full(3, 2.0, F32))
     # Traced through the same dispatchers: inlined in another jit, and under grad.
     np.testing.assert_array_equal(lc.jit(lambda x: f(x) + 1.0)(np.ones(3, F32)),

@@ -141,7 +141,7 @@ def host_function(callback: Callable[..., Sequence[Any]], result_avals: Sequence
     program lends views of its buffers), results checked against `result_avals`."""
     if not (isinstance(callback, FlatCallback) and callback._positional):
         def call(*args: Any) -> tuple[np.ndarray, ...]:
-            outs = callback(*[np.array(a) for a in args])
+            outs = callback(*map(np.array, args))
             return check_results(callback, outs, result_avals, kind)
         call.callback = callback
         return call
@@ -154,7 +154,7 @@ def host_function(callback: Callable[..., Sequence[Any]], result_avals: Sequence
     dtype = result_avals[0].dtype if one else None
 
     def call_positional(*args: Any) -> tuple[np.ndarray, ...]:
-        out = function(*[np.array(a) for a in args])
+        out = function(*map(np.array, args))  # copies: XLA lends its buffers
         if type(out) is np.ndarray:
             if one and out.dtype == dtype and out.shape == shape and out.flags.c_contiguous:
                 return (out,)

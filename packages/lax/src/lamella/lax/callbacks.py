@@ -11,15 +11,13 @@ dtype or a short array as garbage). Callbacks with effects are marked
 `has_side_effect` so XLA keeps them; ordered ones take and return a
 `!stablehlo.token`, threaded through each function body in program order.
 
-An exception in a callback stops the program, and XLA reports it as an
-`XlaRuntimeError` carrying its text. The callback's wrapper keeps the exception
-under a numbered note that travels in that text (so whichever thread ran the
-callback, and whenever the error surfaces); `raise_callback_error` finds the
-number and raises the exception itself, with the callback's traceback.
-`run_calling_host` (a program's first runs, from Python) and `surfacing_errors`
-(the C++ dispatcher of a jitted function whose programs call back) both do, and
-both wait for the program, so the callbacks of one call have all run when it
-returns and successive calls call back in order.
+An exception in a callback stops the program, and the caller gets XLA's runtime
+error (`lamella.core.errors.JaxRuntimeError`) with the callback's traceback in its
+text, as in JAX. A program whose callbacks have effects is waited for
+(`run_calling_host` for a program's first runs, from Python, and
+`waiting_for_callbacks` around the C++ dispatcher of later ones), so the callbacks
+of one call have all run when it returns and successive calls call back in order;
+`pure_callback` has no effects, and its programs run from C++ like any other.
 
 >>> import numpy as np
 >>> import lamella.core as lc
@@ -30,9 +28,6 @@ Array(1., dtype=float32)
 
 from __future__ import annotations
 
-import itertools
-import re
-import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,53 +38,23 @@ from lamella.core import debug
 from lamella.core.callbacks import host_function, io_callback_p, pure_callback_p
 from lamella.core.effects import ordered_effects
 from lamella.lax.lowering import LoweringRuleContext, aval_to_ir_type, hlo, ir, register_lowering
-from lamella.lax.runtime import Array, XlaRuntimeError, pytree_registry
+from lamella.lax.runtime import Array, pytree_registry
 
-__all__ = ["CallbackFailed", "called_by_xla", "emit_python_callback", "raise_callback_error",
-           "run_calling_host", "surfacing_errors"]
+__all__ = ["called_by_xla", "emit_python_callback", "run_calling_host",
+           "waiting_for_callbacks"]
 
 _TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback"}
 
 
-# Exceptions raised in callbacks, by number, until the error that carries the
-# number is raised; a few are kept for errors that nobody turns back (a caller that
-# catches XlaRuntimeError itself).
-_raised: dict[int, BaseException] = {}
-_KEPT = 64
-_numbers = itertools.count()
-_NOTE_PATTERN = re.compile(r"\[lamella host callback error #(\d+)\]")
-
-
-class CallbackFailed(Exception):
-    """Stands for a callback's exception on its way through XLA, whose error text is
-    this one's message: the exception's own traceback and its number."""
-
-
-def _kept(error: BaseException) -> CallbackFailed:
-    number = next(_numbers)
-    _raised[number] = error
-    if len(_raised) > _KEPT:
-        _raised.pop(min(_raised, default=number), None)
-    text = "".join(traceback.format_exception(error))
-    return CallbackFailed(f"{text}[lamella host callback error #{number}]")
-
-
 def called_by_xla(function: Callable[..., tuple], takes_token: bool) -> Callable[..., tuple]:
     """`function` as XLA calls it: without the token argument, and with a token slot
-    first among the results when ordered; what it raises is kept for
-    `raise_callback_error`."""
-    if takes_token:
-        def call(_token: Any, *args: Any) -> tuple:
-            try:
-                return (None, *function(*args))
-            except BaseException as error:
-                raise _kept(error) from None
-    else:
-        def call(*args: Any) -> tuple:
-            try:
-                return function(*args)
-            except BaseException as error:
-                raise _kept(error) from None
+    first among the results when ordered. What it raises, jaxlib turns into the
+    program's error, with the traceback in its text."""
+    if not takes_token:
+        return function
+
+    def call(_token: Any, *args: Any) -> tuple:
+        return (None, *function(*args))
     call.function = function
     return call
 
@@ -125,14 +90,6 @@ def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Seque
     return results
 
 
-def raise_callback_error(error: Exception) -> None:
-    """Raises what a callback raised, if `error` reports one (else returns)."""
-    match = _NOTE_PATTERN.search(str(error))
-    raised = _raised.pop(int(match.group(1)), None) if match else None
-    if raised is not None:
-        raise raised.with_traceback(raised.__traceback__) from None
-
-
 def _wait(outs: Sequence[Any]) -> None:
     for out in outs:
         wait = getattr(out, "block_until_ready", None)
@@ -144,34 +101,25 @@ _wait_all = _jax.batched_block_until_ready
 
 
 def run_calling_host(executable: Callable[..., list], args: Sequence[Any]) -> list:
-    """Runs a program with host callbacks to completion; a callback's exception is
-    raised as itself."""
-    try:
-        outs = executable(*args)
-        _wait(outs)
-    except XlaRuntimeError as error:
-        raise_callback_error(error)
-        raise
+    """Runs a program with host callbacks to completion."""
+    outs = executable(*args)
+    _wait(outs)
     return outs
 
 
-def surfacing_errors(dispatcher: Callable[..., Any]) -> Callable[..., Any]:
-    """`dispatcher` (a C++ fast function whose programs call back), waiting for each
-    call's program and raising a callback's exception as itself."""
+def waiting_for_callbacks(dispatcher: Callable[..., Any]) -> Callable[..., Any]:
+    """`dispatcher` (a C++ fast function whose programs call back with effects),
+    waiting for each call's program so its callbacks have run when it returns."""
     flatten = pytree_registry().flatten
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            out = dispatcher(*args, **kwargs)
-            if type(out) is Array:  # one result, the usual case: no flattening
-                _wait_all([out])
-            else:
-                leaves = flatten(out)[0]
-                if leaves and type(leaves[0]) is Array:  # else tracers: nothing ran
-                    _wait_all(leaves)
-        except (XlaRuntimeError, ValueError) as error:  # C++ raises XLA's error as either
-            raise_callback_error(error)
-            raise
+        out = dispatcher(*args, **kwargs)
+        if type(out) is Array:  # one result, the usual case: no flattening
+            _wait_all([out])
+        else:
+            leaves = flatten(out)[0]
+            if leaves and type(leaves[0]) is Array:  # else tracers: nothing ran
+                _wait_all(leaves)
         return out
 
     call._clear_cache = dispatcher._clear_cache

@@ -31,7 +31,7 @@ from lamella.core.sharding import NamedSharding, PartitionSpec, as_named
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import Tracer, aval_of, current_trace, eval_trace
 from lamella.lax import compilation_cache, debug_nans, runtime, spmd_executor
-from lamella.lax.callbacks import run_calling_host, surfacing_errors
+from lamella.lax.callbacks import run_calling_host, waiting_for_callbacks
 from lamella.lax.lowering import LoweredModule, lower_closed_jaxpr
 from lamella.lax.tokens import AbstractToken, Token
 
@@ -162,8 +162,8 @@ class CompiledProgram:
             compiler_options=dict(compiler_options or ()),
             host_callbacks=lowered.host_callbacks,
             persistent_cache=compilation_cache.persistent_cache())
-        # Programs that call Python back are waited for, and a callback's exception is
-        # raised as itself (see `XlaExecutor.fast_dispatch`).
+        # Programs that call Python back are waited for on their first runs, so their
+        # callbacks have run when a call returns (see `XlaExecutor.fast_dispatch`).
         self.calls_host = bool(lowered.host_callbacks)
         self._float0_in = [i for i, a in enumerate(lowered.in_avals) if _is_float0(a)]
         self._float0_out = [i for i, a in enumerate(lowered.out_avals) if _is_float0(a)]
@@ -323,11 +323,12 @@ class XlaExecutor(Executor):
         itself (op by op, or into the current trace) and its signature is never
         served from C++: lamella.numpy's eager functions run inline while tracing.
 
-        Once a program of the function calls Python back, every call goes through a
-        second C++ dispatcher, wrapped in Python to wait for the program and raise a
-        callback's exception as itself (C++ raises XLA's error): functions without
-        callbacks pay nothing for it, those with them a miss of the first dispatcher
-        and the wrapper, a few microseconds.
+        A program whose callbacks have no effects (`pure_callback`) runs from C++ like
+        any other; a callback's exception reaches the caller as XLA's runtime error
+        with the callback's traceback in its text, as in JAX. Once a program with
+        effectful callbacks (`io_callback`, `debug.print`) runs, every call goes through
+        a second C++ dispatcher, wrapped in Python to wait for the program, so that the
+        callbacks of one call have run, in order, when it returns.
         """
         calling_host: list = []  # that second dispatcher, once needed
 
@@ -352,8 +353,8 @@ class XlaExecutor(Executor):
             program = self._fast_program(entry, flat)
             if program is None:
                 return out, None
-            if program.calls_host:
-                calling_host.append(surfacing_errors(dispatcher(
+            if program.calls_host and entry.closed.effects:
+                calling_host.append(waiting_for_callbacks(dispatcher(
                     cache_miss_calling_host, ("calls host", jitted.options))))
                 return out, None
             return out, self._fast_path_data(program, out)
