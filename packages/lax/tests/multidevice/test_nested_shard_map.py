@@ -160,6 +160,19 @@ def test_collectives_where_other_axes_stay_auto_equal_fully_manual_ones():
                                atol=1e-6)
 
 
+def test_manual_axis_of_size_one_beside_auto_ones():
+    # XLA takes no manual region over one device set: the body runs as the whole
+    # computation and collectives over the size-1 axis leave values as they are.
+    mesh = make_mesh((1, 8), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+
+    def body(b):
+        return (lax.psum(b, "x") + lax.axis_index("x") + lax.all_gather(b, "x", tiled=True)
+                + lax.ppermute(b, "x", []) + lax.all_to_all(b, "x", 0, 0, tiled=True))
+    got = lc.jit(lc.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
+                              axis_names={"x"}))(X)
+    np.testing.assert_allclose(np.asarray(got), 3 * X)
+
+
 def test_nested_shard_map_under_vmap():
     got = lc.jit(lc.vmap(NESTED))(np.stack([X, 2 * X]))
     np.testing.assert_allclose(np.asarray(got)[1],

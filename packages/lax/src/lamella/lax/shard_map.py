@@ -344,6 +344,15 @@ def _lowering(ctx, *args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_v
         n for n, t in zip(enclosing.axis_names, enclosing.axis_types) if t == AxisType.Manual)
     inside = outer | manual_axes
     auto = len(inside) < len(mesh.axis_names)
+    if auto and _parts(mesh, tuple(inside)) == 1:
+        # Manual axes of size 1 beside Auto ones: the body is the whole computation, and
+        # XLA takes no manual region over a single device set.
+        module.axis_context = _manual_mesh(mesh, inside)
+        try:
+            return lowering.lower_jaxpr(module, jaxpr.jaxpr, lowering.closed_consts(jaxpr),
+                                        list(args))
+        finally:
+            module.axis_context = enclosing
     local_args = []
     for x, aval, spec, local in zip(args, ctx.avals_in, in_specs, jaxpr.in_avals):
         x = _sharding_call(x, lowering.aval_to_ir_type(aval), "Sharding",
@@ -425,6 +434,16 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
     >>> mesh = make_mesh((1,), ("x",))
     >>> shard_map(lambda b: lax.psum(b, "x"), mesh=mesh, in_specs=P("x"),
     ...           out_specs=P())(np.arange(4.0, dtype=np.float32))
+    Array([0., 1., 2., 3.], dtype=float32)
+
+    Manual over "x" only, with a shard_map over "y" nested inside:
+
+    >>> mesh2 = make_mesh((1, 1), ("x", "y"))
+    >>> def outer(b):
+    ...     return shard_map(lambda c: lax.psum(c, ("x", "y")), in_specs=P("y"),
+    ...                      out_specs=P(), axis_names={"y"})(b)
+    >>> lc.jit(shard_map(outer, mesh=mesh2, in_specs=P("x"), out_specs=P(),
+    ...                  axis_names={"x"}))(np.arange(4.0, dtype=np.float32))
     Array([0., 1., 2., 3.], dtype=float32)
     """
     if f is None:

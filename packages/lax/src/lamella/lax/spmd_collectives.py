@@ -86,9 +86,17 @@ def _element_type(value: ir.Value) -> ir.Type:
     return ir.RankedTensorType(value.type).element_type
 
 
+def _alone(groups: np.ndarray) -> bool:
+    """Every group one device: the collective leaves values as they are (and XLA takes
+    none where no axis is manual, as in a region manual over axes of size 1)."""
+    return groups.shape[1] == 1
+
+
 def _all_reduce(combine: Any, name: str):
     def rule(ctx, *args, axes, axis_index_groups):
         groups = replica_groups(_mesh(ctx, name), _axes(axes), axis_index_groups)
+        if _alone(groups):
+            return list(args)
         outs = []
         for x in args:
             op = hlo.AllReduceOp([x.type], [x], _groups_attr(groups), channel_handle=_channel(),
@@ -176,6 +184,8 @@ def _fully_manual(mesh: Any, x: ir.Value | None, build: Any) -> ir.Value:
 
 def _axis_index(ctx, *, axis_name):
     mesh = _mesh(ctx, "axis_index")
+    if math.prod(mesh.shape[a] for a in _axes(axis_name)) == 1:
+        return [lowering.ir_constant(np.int32(0))]
     annotate = "{manual}" if _auto_axes(mesh) else None
     return [_fully_manual(mesh, None, lambda _: _position(mesh, _axes(axis_name), annotate))]
 
@@ -191,6 +201,8 @@ def _all_gather(ctx, x, *, all_gather_dimension, axis_name, axis_index_groups, a
         shape = list(aval_in.shape)
         shape.insert(all_gather_dimension, 1)
         x = hlo.reshape(lowering.aval_to_ir_type(aval_in.update(shape=tuple(shape))), x)
+    if _alone(groups):
+        return [x]
 
     def gather(x):
         return hlo.AllGatherOp([lowering.aval_to_ir_type(aval_out)], [x], all_gather_dimension,
@@ -209,6 +221,8 @@ def _reduce_scatter(ctx, x, *, scatter_dimension, axis_name, axis_index_groups, 
     shape = list(aval_in.shape)
     shape[scatter_dimension] //= groups.shape[1]
     scattered = aval_in.update(shape=tuple(shape))
+    if _alone(groups):
+        return [hlo.reshape(lowering.aval_to_ir_type(aval_out), x)]
     op = hlo.ReduceScatterOp(lowering.aval_to_ir_type(scattered), x, scatter_dimension,
                              _groups_attr(groups), channel_handle=_channel(),
                              use_global_device_ids=True)
@@ -226,6 +240,8 @@ def _all_to_all(ctx, x, *, split_axis, concat_axis, axis_name, axis_index_groups
     groups = replica_groups(_mesh(ctx, "all_to_all"), _axes(axis_name), axis_index_groups)
     n = groups.shape[1]
     aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
+    if _alone(groups):
+        return [hlo.reshape(lowering.aval_to_ir_type(aval_out), x)]
     mesh = ctx.module_context.axis_context
     if tiled:
         return [_fully_manual(mesh, x, lambda x: hlo.AllToAllOp(
@@ -248,6 +264,9 @@ register_lowering(all_to_all_p, _all_to_all)
 
 def _ppermute(ctx, x, *, axis_name, perm):
     groups = replica_groups(_mesh(ctx, "ppermute"), _axes(axis_name))
+    if _alone(groups):  # the one member sends to itself, or nothing (zeros)
+        aval = ctx.avals_in[0]
+        return [x if perm else lowering.ir_constant(np.zeros(aval.shape, aval.dtype))]
     pairs = [(int(g[s]), int(g[d])) for g in groups for s, d in perm]
     attr = ir.DenseIntElementsAttr.get(np.array(pairs, np.int64).reshape(-1, 2))
     op = hlo.CollectivePermuteOp(x, attr, channel_handle=_channel())
