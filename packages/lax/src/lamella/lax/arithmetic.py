@@ -11,6 +11,7 @@ import numpy as np
 
 from lamella.core import ShapedArray, ad, dtypes
 from lamella.core.trace import aval_of
+from lamella.lax import symbolic_lowering
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.fill import full_like
 from lamella.lax.logical import complex_choose, eq, ge, select
@@ -60,7 +61,7 @@ def _sign_lowering(x):
     if dtype_of(x).kind != "u":
         return hlo.sign(x)
     # stablehlo.sign takes no unsigned integers; their sign is 0 or 1.
-    zero, one = (hlo.broadcast_in_dim(x.type, constant(v, dtype_of(x)), []) for v in (0, 1))
+    zero, one = (symbolic_lowering.splat(x, constant(v, dtype_of(x))) for v in (0, 1))
     is_zero = hlo.compare(x, zero, hlo.ComparisonDirectionAttr.get("EQ"),
                           compare_type=hlo.ComparisonTypeAttr.get("UNSIGNED"))
     return hlo.select(is_zero, zero, one)
@@ -241,7 +242,7 @@ def _guarded_integer_division(op: Callable, by_zero: str) -> Callable:
         dtype = dtype_of(x)
         if dtype.kind not in "iu":
             return op(x, y)
-        full = lambda v: hlo.broadcast_in_dim(x.type, constant(v, dtype), [])  # noqa: E731
+        full = lambda v: symbolic_lowering.splat(x, constant(v, dtype))  # noqa: E731
         kind = hlo.ComparisonTypeAttr.get("SIGNED" if dtype.kind == "i" else "UNSIGNED")
         eq = lambda a, b: hlo.compare(a, b, hlo.ComparisonDirectionAttr.get("EQ"),  # noqa: E731
                                       compare_type=kind)
@@ -312,11 +313,10 @@ def _integer_pow_lowering(x, y: int):
         y >>= 1
         if y:
             square_ = hlo.multiply(square_, square_)
-    shaped_type = x.type
     if acc is None:
-        acc = hlo.broadcast_in_dim(shaped_type, constant(1, dtype_of(x)), [])
+        acc = symbolic_lowering.splat(x, constant(1, dtype_of(x)))
     if is_reciprocal:
-        one = hlo.broadcast_in_dim(shaped_type, constant(1, dtype_of(x)), [])
+        one = symbolic_lowering.splat(x, constant(1, dtype_of(x)))
         acc = hlo.divide(one, acc)
     return acc
 
@@ -460,7 +460,7 @@ complex = binary_op(complex_p, doc="x + i y from two real arrays.")
 
 def _conj_lowering(ctx, x):
     if ctx.avals_in[0].dtype.kind != "c":
-        zero = hlo.broadcast_in_dim(x.type, constant(0, ctx.avals_in[0].dtype), [])
+        zero = symbolic_lowering.splat(x, constant(0, ctx.avals_in[0].dtype))
         return [hlo.complex(x, zero)]
     return [chlo.conj(x)]
 

@@ -11,6 +11,7 @@ from lamella.core import ShapedArray, ad, batching, dtypes
 from lamella.core.shape_poly import DimExpr, dimension_as_value
 from lamella.core.staging import const_fold_rules
 from lamella.core.trace import aval_of
+from lamella.lax import symbolic_lowering
 from lamella.lax.lowering import aval_to_ir_type, constant, hlo, register_lowering
 from lamella.lax.standard import ANY, check_dtypes, standard_primitive
 
@@ -81,7 +82,7 @@ def _convert_lowering(ctx, x, *, new_dtype, weak_type):
         x = hlo.real(x)
         aval_in = aval_in.update(dtype=np.finfo(aval_in.dtype).dtype)
     if new_dtype == np.dtype(bool):
-        zero = hlo.broadcast_in_dim(x.type, constant(0, aval_in.dtype), [])
+        zero = symbolic_lowering.splat(x, constant(0, aval_in.dtype))
         return [hlo.compare(x, zero, hlo.ComparisonDirectionAttr.get("NE"),
                             compare_type=hlo.ComparisonTypeAttr.get(
                                 _COMPARE_TYPES.get(aval_in.dtype.kind, "FLOAT")))]

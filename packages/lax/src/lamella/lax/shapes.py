@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes, jit, structural
+from lamella.core.shape_poly import DimExpr
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import symbolic_lowering
 from lamella.lax.arithmetic import add, sub
@@ -390,9 +391,14 @@ def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[in
     >>> slice(np.arange(6, dtype=np.float32), (1,), (6,), (2,))
     Array([1., 3., 5.], dtype=float32)
     """
-    return slice_p.bind(operand, start_indices=tuple(int(i) for i in start_indices),
-                        limit_indices=tuple(int(i) for i in limit_indices),
+    return slice_p.bind(operand, start_indices=tuple(_bound(i) for i in start_indices),
+                        limit_indices=tuple(_bound(i) for i in limit_indices),
                         strides=None if strides is None else tuple(int(s) for s in strides))
+
+
+def _bound(i: Any) -> Any:
+    # A symbolic dimension (shape-polymorphic export) is a bound as it is.
+    return i if type(i) is DimExpr else int(i)
 
 
 @slice_p.def_abstract_eval

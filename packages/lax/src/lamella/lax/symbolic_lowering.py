@@ -33,7 +33,7 @@ from lamella.lax.lowering import (
 )
 
 __all__ = ["SymbolicFunction", "broadcast_in_dim", "check_supported", "dim_as_value_p",
-           "dim_value", "dynamic_broadcast", "iota", "reshape", "slice",
+           "dim_value", "dynamic_broadcast", "iota", "reshape", "slice", "splat",
            "shape_value", "supports_symbolic"]
 
 
@@ -258,10 +258,23 @@ supports_symbolic(
     "gt", "imag", "is_finite", "le", "lgamma", "digamma", "log", "log1p", "logistic", "lt",
     "max", "min", "mul", "ne", "neg", "nextafter", "not", "or", "pow", "real", "rem",
     "round", "rsqrt", "select_n", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh",
-    "xor", "stop_gradient", "reduce_precision", "name",
+    "xor", "stop_gradient", "reduce_precision", "name", "sign", "integer_pow", "conj",
+    "exp2", "pad",
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
     "argmax", "argmin", "sort", "scan",
     "dot_general", "transpose", "reshape", "broadcast_in_dim", "squeeze", "expand_dims",
     "concatenate", "slice", "iota", "rev", "empty",
     "jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
     "custom_vjp_call_jaxpr", "cond", "while", "call_exported")
+
+
+def splat(like: ir.Value, scalar: ir.Value) -> ir.Value:
+    """The rank-0 ``scalar`` broadcast to the shape of ``like``, whose sizes may be
+    dynamic (then read from it with `get_dimension_size`)."""
+    shape = like.type.shape
+    result = ir.RankedTensorType.get(shape, scalar.type.element_type)
+    if like.type.has_static_shape:
+        return hlo.broadcast_in_dim(result, scalar, [])
+    sizes = [hlo.get_dimension_size(like, i) if like.type.is_dynamic_dim(i) else d
+             for i, d in enumerate(shape)]
+    return hlo.dynamic_broadcast_in_dim(result, scalar, shape_tensor(None, sizes), [])

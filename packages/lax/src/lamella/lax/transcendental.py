@@ -15,6 +15,7 @@ from typing import Any
 
 from lamella.core import ad
 from lamella.core.trace import aval_of
+from lamella.lax import symbolic_lowering
 from lamella.lax.arithmetic import add, div, integer_pow, mul, neg, square, sub
 from lamella.lax.fill import full_like
 from lamella.lax.logical import eq, select
@@ -119,7 +120,7 @@ def _define_with_accuracy(name, accepted, lower):
 def _exp2_lowering(x, *, accuracy):
     # pow(2, x) rather than exp(x log 2): the rounding of x log 2 costs up to |x| ulps
     # (2**100 came out 2e-6 off in float32), and pow is exact at integers.
-    two = hlo.broadcast_in_dim(x.type, constant(2, dtype_of(x)), [])
+    two = symbolic_lowering.splat(x, constant(2, dtype_of(x)))
     return hlo.power(two, x)
 
 
