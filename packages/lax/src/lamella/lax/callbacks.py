@@ -40,8 +40,8 @@ from lamella.core.effects import ordered_effects
 from lamella.lax.lowering import LoweringRuleContext, aval_to_ir_type, hlo, ir, register_lowering
 from lamella.lax.runtime import Array, pytree_registry
 
-__all__ = ["called_by_xla", "emit_python_callback", "run_calling_host",
-           "waiting_for_callbacks"]
+__all__ = ["CALLBACK_TARGETS", "callback_target", "called_by_xla", "emit_python_callback",
+           "mark_manual", "run_calling_host", "waiting_for_callbacks"]
 
 _TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback"}
 
@@ -61,13 +61,12 @@ def called_by_xla(function: Callable[..., tuple], takes_token: bool) -> Callable
 
 def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Sequence[Any]],
                          operands: Sequence[ir.Value], *, has_side_effect: bool,
-                         ordered: bool) -> list[ir.Value]:
+                         ordered: bool, partitioned: bool = False) -> list[ir.Value]:
     """The custom call that calls `function(*operands)` on the host, for the rule
-    context's result types; ordered calls are chained by the token of their block."""
+    context's result types; ordered calls are chained by the token of their block.
+    A `partitioned` call runs on every device with its part of the operands."""
     module = ctx.module_context
-    target = _TARGETS.get(ctx.platform)
-    if target is None:
-        raise NotImplementedError(f"host callbacks are not supported on {ctx.platform}")
+    target = callback_target(ctx.platform, partitioned)
     result_types = [aval_to_ir_type(a) for a in ctx.avals_out]
     operands = list(operands)
     block = ir.InsertionPoint.current.block
@@ -84,10 +83,51 @@ def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Seque
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
         backend_config=ir.DictAttr.get(
             {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)}))
+    if partitioned:
+        constrain_layouts(call)
+    mark_manual(module, call)
     results = list(call.results)
     if ordered:
         module.effect_tokens[block] = results.pop(0)
     return results
+
+
+def callback_target(platform: str, partitioned: bool) -> str:
+    """The custom call target of a host callback on `platform`: jaxlib's partitioned
+    form (run per device, on each device's part) or the whole-value one."""
+    target = _TARGETS.get(platform)
+    if target is None:
+        raise NotImplementedError(f"host callbacks are not supported on {platform}")
+    return target.replace("xla_ffi_", "xla_ffi_partitioned_") if partitioned else target
+
+
+CALLBACK_TARGETS = frozenset(_TARGETS.values()) | {
+    t.replace("xla_ffi_", "xla_ffi_partitioned_") for t in _TARGETS.values()}
+"""Every custom call target a host callback lowers to."""
+
+
+def constrain_layouts(call: Any) -> None:
+    """Gives `call`'s operands and results row-major layouts: XLA's partitioner of
+    partitioned callbacks requires them."""
+    def layouts(types: Sequence[ir.Type]) -> ir.ArrayAttr:
+        out = []
+        for t in types:
+            rank = ir.RankedTensorType(t).rank if isinstance(t, ir.RankedTensorType) else 0
+            out.append(ir.DenseElementsAttr.get(
+                np.arange(rank - 1, -1, -1, dtype=np.int64), type=ir.IndexType.get()))
+        return ir.ArrayAttr.get(out)
+    call.attributes["operand_layouts"] = layouts([o.type for o in call.operands])
+    call.attributes["result_layouts"] = layouts([r.type for r in call.results])
+
+
+def mark_manual(module: Any, call: Any) -> None:
+    """Inside shard_map's manual region a callback runs on every device with its own
+    part (as JAX's): XLA must not place it itself."""
+    if module.axis_context is None:
+        return
+    count = len(call.results)
+    text = "{manual}" if count <= 1 else "{" + ", ".join(["{manual}"] * count) + "}"
+    call.attributes["mhlo.sharding"] = ir.StringAttr.get(text)
 
 
 def _wait(outs: Sequence[Any]) -> None:
@@ -149,12 +189,14 @@ def _no_results(callback: Callable[..., Any]) -> Callable[..., tuple]:
 
 def _debug_callback_lowering(ctx, *args, callback, effect, partitioned):
     return emit_python_callback(ctx, _no_results(callback), args, has_side_effect=True,
-                                ordered=ordered_effects.contains(effect))
+                                ordered=ordered_effects.contains(effect),
+                                partitioned=partitioned)
 
 
 def _debug_print_lowering(ctx, *args, **params):
     return emit_python_callback(ctx, _no_results(debug.debug_print_callback(params)), args,
-                                has_side_effect=True, ordered=params["ordered"])
+                                has_side_effect=True, ordered=params["ordered"],
+                                partitioned=params["partitioned"])
 
 
 register_lowering(pure_callback_p, _pure_callback_lowering)

@@ -10,6 +10,7 @@ the arguments.
 
 from __future__ import annotations
 
+import traceback
 import weakref
 from typing import Any
 
@@ -19,6 +20,7 @@ from lamella.core.jaxpr import ClosedJaxpr, Jaxpr
 from lamella.core.jaxpr_builders import jaxprs_in_params
 from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec, sharding_constraint_p
 from lamella.lax import runtime
+from lamella.lax.callbacks import run_calling_host
 from lamella.lax.lowering import LoweredModule, ir, lower_closed_jaxpr
 
 _meshes_of: dict[int, tuple[Any, tuple]] = {}
@@ -200,21 +202,90 @@ def annotate(lowered: LoweredModule, plan: Plan) -> None:
             main.res_attrs = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in out_attrs])
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(32), len(plan.devices))
+        if lowered.host_callbacks:
+            _place_callbacks(module)
+
+
+def _callback_calls(module: Any) -> list[Any]:
+    """The host callbacks' custom calls in `module`, in every function and region."""
+    from lamella.lax.callbacks import CALLBACK_TARGETS
+    found: list = []
+
+    def visit(op: Any) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner)
+        if op.name == "stablehlo.custom_call" and ir.StringAttr(
+                op.attributes["call_target_name"]).value in CALLBACK_TARGETS:
+            found.append(op)
+
+    visit(module.operation)
+    return found
+
+
+def _place_callbacks(module: Any) -> None:
+    """Host callbacks outside a manual region run once, on the first device, with whole
+    values (as JAX's): XLA gathers their operands there and spreads their results."""
+    one = "{maximal device=0}"
+    for op in _callback_calls(module):
+        if "mhlo.sharding" not in op.attributes:
+            count = len(op.results)
+            op.attributes["mhlo.sharding"] = ir.StringAttr.get(
+                one if count <= 1 else "{" + ", ".join([one] * count) + "}")
+
+
+class _DeferredErrors:
+    """A callback that raises on one device must not stop that device's program: the
+    others would wait for it at their next collective until XLA aborts the process (as
+    JAX 0.10.2 does, after 40 s). Each callback of a program over several devices keeps
+    its exception instead and gives XLA zeros of its result types; later callbacks of
+    the call are skipped, and the call raises XLA's error for the first exception once
+    every device is done."""
+
+    def __init__(self, module: Any, callbacks: list):
+        from lamella.lax import mlir_context
+        zeros: dict[int, list] = {}
+        for op in _callback_calls(module):
+            index = ir.IntegerAttr(ir.DictAttr(op.attributes["backend_config"])["index"]).value
+            zeros[index] = [None if str(r.type) == "!stablehlo.token"
+                            else mlir_context.shape_and_dtype(r.type) for r in op.results]
+        self.errors: list[BaseException] = []
+        self.callbacks = [self._keeping(c, zeros.get(i, [])) for i, c in enumerate(callbacks)]
+
+    def _keeping(self, callback: Any, results: list) -> Any:
+        def call(*args: Any) -> tuple:
+            if not self.errors:
+                try:
+                    return callback(*args)
+                except BaseException as error:
+                    self.errors.append(error)
+            return tuple(None if r is None else np.zeros(*r) for r in results)
+        return call
+
+    def raise_first(self) -> None:
+        if not self.errors:
+            return
+        first = self.errors[0]
+        self.errors.clear()
+        text = "".join(traceback.format_exception(first))
+        raise runtime.XlaRuntimeError(
+            f"INTERNAL: CpuCallback error calling callback: {text}") from first
 
 
 class SpmdProgram:
     """A closed jaxpr compiled for the devices of a `Plan`."""
 
-    calls_host = False
     translates_float0 = False
 
     def __init__(self, lowered: LoweredModule, plan: Plan, compiler_options: tuple | None):
         self.lowered = lowered
         self.plan = plan
-        if lowered.host_callbacks:
-            raise NotImplementedError("host callbacks in a program over several devices are "
-                                      "not supported yet")
+        # Programs that call Python back are waited for, and a callback's exception is
+        # raised as itself (as single-device ones).
+        self.calls_host = bool(lowered.host_callbacks)
         annotate(lowered, plan)
+        self._deferred = _DeferredErrors(lowered.module, lowered.host_callbacks)
         module = lowered.module
         from lamella.lax import mlir_context
         in_specs, _ = mlir_context.main_signature(module)
@@ -223,7 +294,7 @@ class SpmdProgram:
         self.executable = runtime.SpmdExecutable(
             module, plan.devices, plan.in_shardings, lowered.name, in_specs,
             [a for a in lowered.out_avals], self._named_for, donated,
-            dict(compiler_options or ()))
+            dict(compiler_options or ()), self._deferred.callbacks)
 
     def _named_for(self, hlo: Any, ndim: int) -> Any:
         """The NamedSharding over the plan's mesh that XLA's output layout `hlo` is."""
@@ -235,6 +306,10 @@ class SpmdProgram:
         return self._named[key]
 
     def __call__(self, *args):
+        if self.calls_host:
+            outs = run_calling_host(self.executable, args)
+            self._deferred.raise_first()
+            return outs
         return self.executable(*args)
 
     def as_text(self) -> str:

@@ -330,7 +330,8 @@ class SpmdExecutable:
                  in_shardings: Sequence[MeshSharding], name: str,
                  in_specs: Sequence[tuple[tuple[int, ...], np.dtype]], out_avals: Sequence[Any],
                  out_named: Any, donated_args: Sequence[int] = (),
-                 compiler_options: dict[str, Any] | None = None):
+                 compiler_options: dict[str, Any] | None = None,
+                 host_callbacks: Sequence[Any] = ()):
         from lamella.lax import mlir_context
         from lamella.lax.runtime.executables import _alias_donated_args
         _, out_specs = mlir_context.main_signature(module)
@@ -350,7 +351,9 @@ class SpmdExecutable:
         options.device_assignment = xc.DeviceAssignment.create(
             np.array([[d.id for d in devices]], np.int32))
         self.xla_executable = devices[0].client.compile_and_load(
-            module, executable_devices=xc.DeviceList(devices), compile_options=options)
+            module, executable_devices=xc.DeviceList(devices), compile_options=options,
+            host_callbacks=list(host_callbacks))  # the callables the program calls back
+        self.calls_host = bool(host_callbacks)
         self.devices = devices
         self.name = name
         self.in_shardings = list(in_shardings)
@@ -415,8 +418,9 @@ class SpmdExecutable:
         not: programs over other processes' devices stay in Python). C++ passes an
         Array laid out as `in_shardings` says as it is, and gives anything else to the
         fast path's fallback, which lays it out (`put_sharded`)."""
-        if not all(s.is_fully_addressable for s in self.in_shardings + self.out_shardings):
-            return None
+        if self.calls_host or not all(
+                s.is_fully_addressable for s in self.in_shardings + self.out_shardings):
+            return None  # a callback's error is raised by Python after the call
         n_in, n_out = len(self.in_specs), len(self.out_avals)
         return FastPathData(
             xla_executable=self.xla_executable, out_pytree_def=out_treedef,
