@@ -74,11 +74,18 @@ def record() -> None:
             record.update({f"ct{i}": np.asarray(c) for i, c in enumerate(cts)})
         np.savez(os.path.join(DATA, f"{name}.npz"), **record)
         print(f"recorded {name}: {len(blob)} bytes, kept {exp.module_kept_var_idx}")
-    # Batch-polymorphic: exported once for f32[b, 4], called at b = 3 and b = 5.
+    _record_polymorphic(jax, jnp, export, DATA)
+    print("recorded batch_polymorphic")
+
+
+def _record_polymorphic(jax, jnp, export, directory: str) -> None:
+    """A batch-polymorphic export (f32[b, 4], f32[4] -> f32[b]) in ``directory``, with
+    its outputs at b = 3 and b = 5 and its cotangents at b = 3; written the same way
+    by JAX (record) and lamella (lamella-export)."""
     b, = export.symbolic_shape("b")
     poly = export.export(jax.jit(lambda x, y: (jnp.tanh(x) @ y) * x.shape[0]))(
         jax.ShapeDtypeStruct((b, 4), np.float32), jax.ShapeDtypeStruct((4,), np.float32))
-    with open(os.path.join(DATA, "batch_polymorphic.exported"), "wb") as f:
+    with open(os.path.join(directory, "batch_polymorphic.exported"), "wb") as f:
         f.write(poly.serialize(vjp_order=1))
     rng = np.random.default_rng(1)
     y = rng.standard_normal(4).astype(np.float32)
@@ -90,8 +97,7 @@ def record() -> None:
     record["arg0"], record["out0"] = record["arg0_b3"], record["out0_b3"]
     _, pullback = jax.vjp(poly.call, record["arg0"], y)
     record["ct0"], record["ct1"] = map(np.asarray, pullback(np.ones(3, np.float32)))
-    np.savez(os.path.join(DATA, "batch_polymorphic.npz"), **record)
-    print(f"recorded batch_polymorphic: in_avals {poly.in_avals}")
+    np.savez(os.path.join(directory, "batch_polymorphic.npz"), **record)
 
 
 def lamella_export(directory: str) -> None:
@@ -118,6 +124,8 @@ def lamella_export(directory: str) -> None:
             record.update({f"ct{i}": np.asarray(c) for i, c in enumerate(cts)})
         np.savez(os.path.join(directory, f"{name}.npz"), **record)
         print(f"lamella exported {name}")
+    _record_polymorphic(lc, jnp, export, directory)
+    print("lamella exported batch_polymorphic (f32[b,4])")
 
 
 def check(directory: str) -> None:
@@ -147,6 +155,13 @@ def check(directory: str) -> None:
             ok = ok and all(np.allclose(np.asarray(c), data[f"ct{i}"], rtol=1e-5, atol=1e-6)
                             for i, c in enumerate(cts))
             note = f", and its VJP ({len(cts)} cotangents, lamella's values)"
+        sizes = sorted(int(k[len("arg0_b"):]) for k in data.files if k.startswith("arg0_b"))
+        for size in sizes:  # a shape-polymorphic export, called at each recorded size
+            out = exp.call(data[f"arg0_b{size}"], *args[1:])
+            ok = ok and np.allclose(np.asarray(out), data[f"out0_b{size}"], rtol=1e-5,
+                                    atol=1e-6)
+        if sizes:
+            note += f", at b = {', '.join(map(str, sizes))} from in_avals {exp.in_avals}"
         failures += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {name}: JAX ran lamella's export{note}")
     sys.exit(1 if failures else 0)
