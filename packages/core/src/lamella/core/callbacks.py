@@ -24,12 +24,13 @@ program order), so it is never dropped. Neither is differentiable (wrap it in
 from __future__ import annotations
 
 import dataclasses
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from lamella.core import dtypes
+from lamella.core import dtypes, errors
 from lamella.core.avals import ShapedArray
 from lamella.core.devices import device_put
 from lamella.core.effects import Effect, effect_rules, ordered_effects
@@ -216,7 +217,14 @@ def _result_avals(result_shape_dtypes: Any) -> tuple[list[ShapedArray], PyTreeDe
 
 
 def _call_eagerly(callback, args, result_avals, kind) -> list[Any]:
-    outs = host_function(callback, result_avals, kind)(*args)
+    # JAX runs even an eager callback as a program, so what it raises reaches the
+    # caller as the runtime's error with its traceback in the text: so here.
+    try:
+        outs = host_function(callback, result_avals, kind)(*args)
+    except Exception as error:
+        text = "".join(traceback.format_exception(error))
+        raise errors.JaxRuntimeError(
+            f"INTERNAL: CpuCallback error calling callback: {text}") from error
     return [device_put(o) for o in outs]
 
 
