@@ -375,17 +375,17 @@ class DimExpr:
 
     def bounds(self) -> tuple[float, float]:
         """Lower and upper bounds over every admissible value of the variables."""
-        lo_total, hi_total = 0.0, 0.0
-        for term, c in self._terms:
-            lo, hi = 1.0, 1.0
-            for f, k in term:
-                flo, fhi = _factor_bounds(f, self._scope)
-                for _ in range(k):
-                    lo, hi = _interval_mul((lo, hi), (flo, fhi))
-            lo, hi = _interval_mul((lo, hi), (c, c))
-            lo_total += lo
-            hi_total += hi
+        lo_total = sum(self._term_bounds(t, c)[0] for t, c in _dominated(self._terms).items())
+        hi_total = sum(self._term_bounds(t, c)[1] for t, c in self._terms)
         return lo_total, hi_total
+
+    def _term_bounds(self, term: _Term, c: int) -> tuple[float, float]:
+        lo, hi = 1.0, 1.0
+        for f, k in term:
+            flo, fhi = _factor_bounds(f, self._scope)
+            for _ in range(k):
+                lo, hi = _interval_mul((lo, hi), (flo, fhi))
+        return _interval_mul((lo, hi), (c, c))
 
 
 def _variables(e: DimSize) -> set[str]:
@@ -437,6 +437,36 @@ def _exact_division(e: DimExpr, divisor: DimExpr) -> DimSize | None:
         rest = {f: k - dpowers.get(f, 0) for f, k in powers.items() if k - dpowers.get(f, 0)}
         out[tuple(sorted(rest.items(), key=lambda fk: _factor_str(fk[0])))] = c // dc
     return DimExpr._normalized(out, e._scope)
+
+
+def _dominated(terms: Sequence[tuple[_Term, int]]) -> dict[_Term, int]:
+    """Terms with the same lower bound or a higher one: a negative term ``-c*m`` is
+    absorbed by a positive ``c2*m*v`` (``v`` a product of variables, so ``m*v >= m``),
+    e.g. ``b^2 - b >= 0``."""
+    out = dict(terms)
+    for term, c in terms:
+        if c >= 0 or out.get(term, 0) >= 0:
+            continue
+        for other, c2 in list(out.items()):
+            if c2 <= 0 or other == term or not _divides_by_variables(term, other):
+                continue
+            need = -out[term]
+            if c2 >= need:
+                out[other], out[term] = c2 - need, 0
+            else:  # c2*m*v - need*m >= (c2 - need)*m
+                out[other], out[term] = 0, c2 - need
+            if out[term] >= 0:
+                break
+    return {t: c for t, c in out.items() if c}
+
+
+def _divides_by_variables(small: _Term, big: _Term) -> bool:
+    powers = dict(big)
+    for f, k in small:
+        if powers.get(f, 0) < k:
+            return False
+        powers[f] -= k
+    return all(isinstance(f, str) for f, k in powers.items() if k)
 
 
 def _factor_bounds(f: _Factor, scope: SymbolicScope) -> tuple[float, float]:

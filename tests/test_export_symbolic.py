@@ -1,0 +1,197 @@
+"""Batch-polymorphic export: functions exported once for symbolic shapes (f32[b, 4]) and
+called at several sizes, checked against NumPy.
+
+Each exported function compiles once per size it is called at, so each family below
+is called at two small sizes only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lamella.core as lc
+import lamella.lax as lax
+import lamella.numpy as jnp
+from lamella.core import export
+from lamella.lax.test_util import assert_close
+
+B, = export.symbolic_shape("b")
+X_SPEC = lc.ShapeDtypeStruct((B, 4), np.float32)
+W = ((np.arange(12, dtype=np.float32).reshape(4, 3) - 5.5) / 6).astype(np.float32)
+Y4 = np.array([0.5, -1.0, 2.0, 0.25], np.float32)
+
+
+def _x(n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed + n).standard_normal((n, 4)).astype(np.float32)
+
+
+def _close(got, want):
+    assert np.shape(got) == np.shape(want)
+    assert_close(np.asarray(got), np.asarray(want, np.asarray(got).dtype),
+                 np.asarray(got).dtype)
+
+
+def _example(x, w):
+    return jnp.tanh(x @ w).sum(axis=1) / x.shape[1]
+
+
+def _example_numpy(x, w):
+    return np.tanh(x.astype(np.float64) @ w).sum(axis=1) / x.shape[1]
+
+
+@pytest.fixture(scope="module")
+def example():
+    return export.export(lc.jit(_example))(X_SPEC, lc.ShapeDtypeStruct((4, 3), np.float32))
+
+
+def test_example_runs_at_every_batch_size(example):
+    assert example.in_avals == (lc.ShapedArray((B, 4), np.float32),
+                                lc.ShapedArray((4, 3), np.float32))
+    assert repr(example.in_avals[0]) == "ShapedArray(float32[b,4])"
+    assert example.out_avals == (lc.ShapedArray((B,), np.float32),)
+    assert example.uses_global_constants  # JAX's flag: the module has dimension variables
+    for n in (1, 5, 7):
+        x = _x(n)
+        _close(example.call(x, W), _example_numpy(x, W))
+
+
+def test_specs_from_example_arguments(example):
+    specs = export.symbolic_args_specs((_x(2), W), ("b, _", None))
+    assert [s.shape for s in specs] == [(B, 4), (4, 3)]
+    again = export.export(lc.jit(_example))(*specs)
+    assert again.in_avals == example.in_avals and again.out_avals == example.out_avals
+
+
+def test_module_is_jax_shape_polymorphic(example):
+    text = example.mlir_module()
+    assert "jax.uses_shape_polymorphism = true" in text
+    assert "func.func public @main(%arg0: tensor<?x4xf32>, %arg1: tensor<4x3xf32>)" in text
+    assert "stablehlo.get_dimension_size %arg0, dim = 0" in text
+    assert "@shape_assertion" in text and "dimension variable 'b'" in text
+
+
+def test_round_trip_through_bytes_then_jit_vmap_and_grad(example):
+    restored = export.deserialize(example.serialize(vjp_order=1))
+    assert restored.in_avals == example.in_avals and restored.out_avals == example.out_avals
+    assert restored.has_vjp() and restored.vjp().in_avals[-1] == lc.ShapedArray((B,), np.float32)
+    x = _x(3)
+    _close(restored.call(x, W), _example_numpy(x, W))
+    _close(lc.jit(lambda x: restored.call(x, W) * 2.0)(x), 2 * _example_numpy(x, W))
+    xs = np.stack([x, -2 * x])
+    _close(lc.vmap(lambda x: restored.call(x, W))(xs),
+           np.stack([_example_numpy(r, W) for r in xs]))
+    # d/dx sum(tanh(x @ w).sum(1) / 4) = (1 - tanh(x @ w)^2) @ w.T / 4
+    grad = lc.grad(lambda x: restored.call(x, W).sum())(x)
+    t = np.tanh(x.astype(np.float64) @ W)
+    _close(grad, (1 - t * t) @ W.T.astype(np.float64) / 4)
+
+
+def _full_numpy(x):
+    return x * x.shape[0] + x.sum() / x.shape[0]
+
+
+FAMILIES = {
+    # name: (function of x: f32[b, 4], NumPy reference)
+    "elementwise and broadcasting": (
+        lambda x: jnp.maximum(x * Y4 + 1.0, 0.0) - jnp.exp(-jnp.abs(x)) + x ** 2,
+        lambda x: np.maximum(x * Y4 + 1, 0) - np.exp(-np.abs(x)) + x ** 2),
+    "reductions": (
+        lambda x: jnp.mean(x, axis=0) + x.max(axis=1).sum() + jnp.var(x, axis=0),
+        lambda x: x.mean(0) + x.max(1).sum() + x.var(0)),
+    "dimension as a value": (lambda x: x * x.shape[0] + jnp.sum(x) / x.shape[0], _full_numpy),
+    "reshape": (
+        lambda x: x.reshape(-1, 2).sum(1) + lax.reshape(x, (x.shape[0] * 2, 2)).max(1),
+        lambda x: x.reshape(-1, 2).sum(1) + x.reshape(-1, 2).max(1)),
+    "flatten": (lambda x: x.reshape(-1) * 2.0, lambda x: x.reshape(-1) * 2),
+    "transpose and matmul": (lambda x: x.T @ x + jnp.swapaxes(x, 0, 1) @ (x @ x.T) @ x,
+                             lambda x: x.T @ x + x.T @ (x @ x.T) @ x),
+    "concatenate": (lambda x: jnp.concatenate([x, 2 * x, jnp.ones_like(x)], axis=0),
+                    lambda x: np.concatenate([x, 2 * x, np.ones_like(x)], axis=0)),
+    "slicing with static ints": (
+        lambda x: lax.slice_in_dim(x, 1, 3, axis=1) + lax.slice(x, (0, 0), (x.shape[0], 2)),
+        lambda x: x[:, 1:3] + x[:, :2]),
+    "iota": (lambda x: lax.iota(jnp.float32, x.shape[0]) + lax.slice_in_dim(x, 0, 1, axis=1)
+             .reshape(-1) +
+             lax.broadcasted_iota(jnp.float32, x.shape, 0).sum(1),
+             lambda x: np.arange(len(x)) + x[:, 0] + 4 * np.arange(len(x))),
+    "broadcast_in_dim": (lambda x: lax.broadcast_in_dim(Y4, x.shape, (1,)) * x
+                         + jnp.expand_dims(x, 2).sum(2),
+                         lambda x: Y4 * x + x),
+    "where and select": (lambda x: jnp.where(x > 0, x, 0.1 * x) + jnp.sign(x),
+                         lambda x: np.where(x > 0, x, 0.1 * x) + np.sign(x)),
+    "softmax": (lambda x: jnp.exp(x - x.max(axis=1, keepdims=True))
+                / jnp.exp(x - x.max(axis=1, keepdims=True)).sum(1, keepdims=True),
+                lambda x: np.exp(x - x.max(1, keepdims=True))
+                / np.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True)),
+    "argmax and sort": (
+        lambda x: jnp.argmax(x, axis=0) + lax.slice_in_dim(jnp.sort(x, axis=0), 0, 1)[0],
+        lambda x: np.argmax(x, axis=0) + np.sort(x, axis=0)[0]),
+    "cond": (lambda x: lax.cond(x.sum() > 0, lambda y: y * 2.0, lambda y: -y, x),
+             lambda x: x * 2 if x.sum() > 0 else -x),
+    "fori_loop": (lambda x: lax.fori_loop(0, 3, lambda i, y: y * 2.0 + i, x),
+                  lambda x: ((x * 2) * 2 + 1) * 2 + 2),
+    "scan over the batch": (
+        lambda x: lax.scan(lambda c, r: (c + r, c * r), jnp.zeros(4), x),
+        lambda x: (x.sum(0), np.concatenate([np.zeros((1, 4)), np.cumsum(x, 0)[:-1]]) * x)),
+}
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_primitive_families(name):
+    fun, reference = FAMILIES[name]
+    exp = export.export(lc.jit(fun))(X_SPEC)
+    for n in (1, 3):
+        x = _x(n, seed=7)
+        got, want = exp.call(x), reference(x.astype(np.float64))
+        for g, w in zip(lc.tree_util.tree_leaves(got), lc.tree_util.tree_leaves(want)):
+            _close(g, np.asarray(w).astype(np.asarray(g).dtype))
+
+
+def test_output_shapes_are_expressions():
+    exp = export.export(lc.jit(lambda x, y: jnp.concatenate([x.sum(1), y])))(
+        X_SPEC, lc.ShapeDtypeStruct((2 * B,), np.float32))
+    assert exp.out_avals == (lc.ShapedArray((3 * B,), np.float32),)
+    out = exp.call(np.ones((2, 4), np.float32), np.zeros(4, np.float32))
+    _close(out, np.array([4, 4, 0, 0, 0, 0], np.float32))
+
+
+def test_inconclusive_comparison_while_tracing():
+    with pytest.raises(export.InconclusiveDimensionOperation,
+                       match="Symbolic dimension comparison 'b' >= '4' is inconclusive"):
+        export.export(lc.jit(lambda x: x[:2] if x.shape[0] >= 4 else x))(X_SPEC)
+
+
+def test_unsupported_primitive_is_named():
+    with pytest.raises(ValueError, match="The primitive 'cumsum' does not support symbolic "
+                                         "dimensions"):
+        export.export(lc.jit(lambda x: jnp.cumsum(x, axis=0)))(X_SPEC)
+
+
+def test_wrong_call_shapes_name_the_dimension():
+    b, = export.symbolic_shape("b", constraints=("b >= 2", "b <= 6"))
+    exp = export.export(lc.jit(lambda x, y: x.sum(1) + y))(
+        lc.ShapeDtypeStruct((b, 4), np.float32), lc.ShapeDtypeStruct((b,), np.float32))
+    ones = lambda *shape: np.ones(shape, np.float32)  # noqa: E731
+    _close(exp.call(ones(3, 4), ones(3)), np.full(3, 5, np.float32))
+    with pytest.raises(TypeError, match=r"argument 0 .*expected f32\[b,4\], got f32\[3,5\]"):
+        exp.call(ones(3, 5), ones(3))
+    with pytest.raises(ValueError, match=r"args\[1\].shape\[0\] is 2, but the specification "
+                                         r"'b' is 3 \(with 'b' = 3 from args\[0\].shape\[0\]\)"):
+        exp.call(ones(3, 4), ones(2))
+    with pytest.raises(ValueError, match="violate the symbolic shape constraint b >= 2"):
+        exp.call(ones(1, 4), ones(1))
+    with pytest.raises(ValueError, match="violate the symbolic shape constraint b <= 6"):
+        exp.call(ones(7, 4), ones(7))
+
+
+def test_module_asserts_consistent_argument_sizes():
+    # Exported.call checks sizes in Python; the module's own shape assertions (run by
+    # shape refinement, e.g. when JAX calls it) say the same.
+    exp = export.export(lc.jit(lambda x, y: jnp.concatenate([x, y])))(
+        lc.ShapeDtypeStruct((B,), np.float32), lc.ShapeDtypeStruct((2 * B,), np.float32))
+    assert ("Found inconsistency between dimension size args[1].shape[0] (= {1}) and the "
+            "specification '2*b' (= {2})") in exp.mlir_module()
+    with pytest.raises(ValueError, match=r"args\[1\].shape\[0\] is 5, but the specification "
+                                         r"'2\*b' is 4"):
+        exp.call(np.ones(2, np.float32), np.ones(5, np.float32))
