@@ -502,6 +502,21 @@ def as_named(sharding: Any, what: str) -> NamedSharding:
     raise TypeError(f"{what} takes a NamedSharding or a PartitionSpec, got {sharding!r}")
 
 
+def out_sharding_of(name: str, out_sharding: Any) -> NamedSharding | None:
+    """The layout an `out_sharding=` argument asks for: None, a NamedSharding, or a
+    PartitionSpec over the current mesh.
+
+    >>> out_sharding_of("zeros", None) is None
+    True
+    """
+    if out_sharding is None:
+        return None
+    if isinstance(out_sharding, PartitionSpec) and get_mesh() is None:
+        raise ValueError(f"{name}: out_sharding={out_sharding!r} is a PartitionSpec, which "
+                         "needs a mesh: set one with set_mesh, or pass a NamedSharding")
+    return as_named(out_sharding, f"{name}'s out_sharding")
+
+
 # ---------------------------------------------------------------------------
 # Sharding constraints: an identity that tells the partitioner a value's layout.
 

@@ -20,9 +20,11 @@ import numpy as np
 from lamella.core import ShapedArray, ad, batching, dtypes
 from lamella.core.config import config
 from lamella.core.jaxpr import pp_eqn, pp_eqn_rules
+from lamella.core.sharding import out_sharding_of
 from lamella.core.structural import transpose
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
+from lamella.lax.explicit_sharding import unshard_dims, with_out_sharding
 from lamella.lax.lowering import aval_to_ir_type, hlo, ir, register_lowering
 from lamella.lax.mlir_context import element_type
 from lamella.lax.standard import (
@@ -31,7 +33,6 @@ from lamella.lax.standard import (
     FLOAT,
     INT,
     check_dtypes,
-    check_out_sharding,
     standard_primitive,
 )
 
@@ -258,13 +259,16 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: DotDimensionNumbers,
     >>> dot_general(x, y, (((2,), (1,)), ((0,), (0,)))).shape
     (2, 3, 5)
     """
-    check_out_sharding("dot_general", out_sharding)
+    out_sharding = out_sharding_of("dot_general", out_sharding)
     preferred = None if preferred_element_type is None \
         else dtypes.canonicalize_dtype(preferred_element_type)
-    return dot_general_p.bind(lhs, rhs,
-                              dimension_numbers=_canonical_dimension_numbers(dimension_numbers),
-                              precision=canonicalize_precision(precision),
-                              preferred_element_type=preferred)
+    dimension_numbers = _canonical_dimension_numbers(dimension_numbers)
+    if out_sharding is not None:  # a contraction over a split dimension: the result's
+        lhs = unshard_dims(lhs, dimension_numbers[0][0])  # layout is the one asked for
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers,
+                             precision=canonicalize_precision(precision),
+                             preferred_element_type=preferred)
+    return with_out_sharding(out, out_sharding)
 
 
 def _check_side(side: str, aval: ShapedArray, contracting, batch) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from lamella.core import batching
 from lamella.core.avals import ShapedArray
 from lamella.core.primitive import Primitive
-from lamella.core.sharding import NamedSharding, PartitionSpec
+from lamella.core.sharding import NamedSharding, PartitionSpec, reshard
 from lamella.core.sharding_rules import (
     ShardingTypeError,
     _axes_size,
@@ -35,6 +35,7 @@ from lamella.core.sharding_rules import (
     spec_of,
     typed_aval,
 )
+from lamella.core.trace import aval_of
 from lamella.lax.lowering import hlo, ir
 from lamella.lax.standard import broadcast_batcher
 
@@ -58,6 +59,36 @@ def pin_typed_layouts(avals: Any, values: list) -> list:
             value = op.results[0]
         out.append(value)
     return out
+
+
+def with_out_sharding(x: Any, sharding: NamedSharding | None) -> Any:
+    """`x` resharded to what an `out_sharding=` argument asked for (None: as it is)."""
+    return x if sharding is None else reshard(x, sharding)
+
+
+def unshard_dims(x: Any, dims: Any = None) -> Any:
+    """`x` with the dimensions `dims` (default: all) no longer split in its type: what an
+    operation given `out_sharding=` does first where its rule could not decide a layout
+    (the compiler moves the data; the values are the same)."""
+    try:
+        aval = aval_of(x)
+    except TypeError:  # a list or other array-like: not sharded
+        return x
+    if getattr(aval, "sharding", None) is None:
+        return x
+    spec = list(spec_of(aval))
+    for d in range(len(spec)) if dims is None else dims:
+        spec[d] = None
+    return reshard(x, NamedSharding(aval.sharding.mesh, PartitionSpec(*spec)))
+
+
+def like_sharding(x: Any, result: Any) -> Any:
+    """`result` (of `x`'s shape) laid out as `x`'s type says: `zeros_like` and kin keep
+    their argument's sharding (JAX)."""
+    sharding = getattr(aval_of(x), "sharding", None)
+    if sharding is None or aval_of(result).shape != aval_of(x).shape:
+        return result
+    return reshard(result, sharding)
 
 
 # ---------------------------------------------------------------------------

@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 
 from lamella.core import ShapedArray, ad, dtypes
+from lamella.core.sharding import out_sharding_of
 from lamella.core.structural import broadcast_in_dim
 from lamella.core.trace import aval_of
 from lamella.lax import symbolic_lowering
 from lamella.lax.conversion import convert_element_type
+from lamella.lax.explicit_sharding import like_sharding, with_out_sharding
 from lamella.lax.lowering import constant, register_lowering
-from lamella.lax.standard import canonicalize_shape, check_out_sharding, standard_primitive
+from lamella.lax.standard import canonicalize_shape, standard_primitive
 
 __all__ = ["empty", "empty_p", "full", "full_like", "zeros_like_array"]
 
@@ -26,14 +28,14 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *,
     >>> full((2,), 3.0)                 # a Python scalar stays weakly typed
     Array([3., 3.], dtype=float32, weak_type=True)
     """
-    check_out_sharding("full", sharding)
+    sharding = out_sharding_of("full", sharding)
     shape = canonicalize_shape("full", shape)
     if np.ndim(fill_value) != 0:
         raise TypeError(f"full requires a scalar fill_value, got shape {np.shape(fill_value)}")
     weak = dtype is None and dtypes.is_weakly_typed(fill_value)
     dtype = aval_of(fill_value).dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
     scalar = convert_element_type(fill_value, dtype, weak)
-    return broadcast_in_dim(scalar, shape, ()) if shape else scalar
+    return with_out_sharding(broadcast_in_dim(scalar, shape, ()) if shape else scalar, sharding)
 
 
 def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None,
@@ -43,12 +45,13 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None,
     >>> full_like(np.zeros(2, np.int8), 7)
     Array([7, 7], dtype=int8)
     """
-    check_out_sharding("full_like", sharding)
+    sharding = out_sharding_of("full_like", sharding)
     aval = aval_of(x)
     dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
     shape = aval.shape if shape is None else canonicalize_shape("full_like", shape)
     scalar = convert_element_type(fill_value, dtype, aval.weak_type and dtype == aval.dtype)
-    return broadcast_in_dim(scalar, shape, ()) if shape else scalar
+    out = broadcast_in_dim(scalar, shape, ()) if shape else scalar
+    return with_out_sharding(out, sharding) if sharding is not None else like_sharding(x, out)
 
 
 def zeros_like_array(x: Any) -> Any:
@@ -68,9 +71,9 @@ def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
     >>> empty((2,), np.float32).shape
     (2,)
     """
-    check_out_sharding("empty", out_sharding)
-    return empty_p.bind(shape=canonicalize_shape("empty", shape), dtype=dtype,
-                        out_sharding=None)
+    out_sharding = out_sharding_of("empty", out_sharding)
+    return with_out_sharding(empty_p.bind(shape=canonicalize_shape("empty", shape), dtype=dtype,
+                                          out_sharding=None), out_sharding)
 
 
 @empty_p.def_abstract_eval

@@ -28,10 +28,12 @@ import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes, jit, structural
 from lamella.core.shape_poly import DimExpr
+from lamella.core.sharding import out_sharding_of
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import symbolic_lowering
 from lamella.lax.arithmetic import add, sub
 from lamella.lax.conversion import convert_element_type
+from lamella.lax.explicit_sharding import unshard_dims, with_out_sharding
 from lamella.lax.fill import full
 from lamella.lax.logical import bitwise_and, clamp, lt, ne, select, shift_right_logical
 from lamella.lax.lowering import hlo, register_lowering
@@ -44,7 +46,6 @@ from lamella.lax.standard import (
     canonicalize_shape,
     category,
     check_dtypes,
-    check_out_sharding,
     standard_primitive,
 )
 
@@ -90,9 +91,10 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int],
     >>> broadcast_in_dim(np.float32([1, 2]), (3, 2), (1,)).shape
     (3, 2)
     """
-    check_out_sharding("broadcast_in_dim", out_sharding)
-    return structural.broadcast_in_dim(operand, canonicalize_shape("broadcast_in_dim", shape),
-                                       tuple(int(d) for d in broadcast_dimensions))
+    out_sharding = out_sharding_of("broadcast_in_dim", out_sharding)
+    out = structural.broadcast_in_dim(operand, canonicalize_shape("broadcast_in_dim", shape),
+                                      tuple(int(d) for d in broadcast_dimensions))
+    return with_out_sharding(out, out_sharding)
 
 
 def broadcast(operand: Any, sizes: Sequence[int], *, out_sharding: Any = None) -> Any:
@@ -101,11 +103,10 @@ def broadcast(operand: Any, sizes: Sequence[int], *, out_sharding: Any = None) -
     >>> broadcast(np.float32([1, 2]), (3,)).shape
     (3, 2)
     """
-    check_out_sharding("broadcast", out_sharding)
     ndim = aval_of(operand).ndim
     sizes = canonicalize_shape("broadcast", sizes)
     return broadcast_in_dim(operand, sizes + aval_of(operand).shape,
-                            range(len(sizes), len(sizes) + ndim))
+                            range(len(sizes), len(sizes) + ndim), out_sharding=out_sharding)
 
 
 def transpose(operand: Any, permutation: Sequence[int]) -> Any:
@@ -130,7 +131,10 @@ def reshape(operand: Any, new_sizes: Sequence[int],
            [1., 4.],
            [2., 5.]], dtype=float32)
     """
-    check_out_sharding("reshape", out_sharding)
+    out_sharding = out_sharding_of("reshape", out_sharding)
+    if out_sharding is not None:  # a layout the reshape could not keep: the one asked for
+        return with_out_sharding(reshape(unshard_dims(operand), new_sizes, dimensions),
+                                 out_sharding)
     new_sizes = canonicalize_shape("reshape", new_sizes)
     if dimensions is not None:
         operand = transpose(operand, dimensions)
@@ -870,10 +874,11 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
     Array([[0, 1, 2],
            [0, 1, 2]], dtype=int32)
     """
-    check_out_sharding("broadcasted_iota", out_sharding)
+    out_sharding = out_sharding_of("broadcasted_iota", out_sharding)
     shape = canonicalize_shape("broadcasted_iota", shape)
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
-                       dimension=_canonicalize_axis(int(dimension), len(shape)), sharding=None)
+    return with_out_sharding(iota_p.bind(
+        dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
+        dimension=_canonicalize_axis(int(dimension), len(shape)), sharding=None), out_sharding)
 
 
 @iota_p.def_abstract_eval

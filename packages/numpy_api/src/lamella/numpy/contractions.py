@@ -21,6 +21,7 @@ from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
+from lamella.lax.explicit_sharding import unshard_dims
 from lamella.numpy import ufuncs
 from lamella.numpy.dtypes import (
     canonicalize_user_dtype,
@@ -28,7 +29,7 @@ from lamella.numpy.dtypes import (
     promote_dtypes_inexact,
     result_type,
 )
-from lamella.numpy.placement import check_out_sharding
+from lamella.numpy.placement import out_sharding_of, with_out_sharding
 from lamella.numpy.util import asarray_internal, canonicalize_axis, check_arraylike, flatten_1d
 from lamella.numpy.util import shape as _shape
 
@@ -128,14 +129,16 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
     >>> dot(np.float32([[1, 2], [3, 4]]), np.float32([1, 1]))
     Array([3., 7.], dtype=float32)
     """
-    check_out_sharding("dot", out_sharding)
+    sharding = out_sharding_of("dot", out_sharding)
     p = _Product("dot", a, b, preferred_element_type)
     a_rank, b_rank = len(_shape(p.a)), len(_shape(p.b))
     if a_rank == 0 or b_rank == 0:
-        return p.scale()
+        return with_out_sharding(p.scale(), sharding)
     a_axis, b_axis = a_rank - 1, max(b_rank - 2, 0)
     _check_size("dot", p.a, a_axis, p.b, b_axis)
-    return p.contract(p.a, p.b, (((a_axis,), (b_axis,)), ((), ())), precision)
+    lhs = p.a if sharding is None else unshard_dims(p.a, (a_axis,))
+    return with_out_sharding(p.contract(lhs, p.b, (((a_axis,), (b_axis,)), ((), ())),
+                                        precision), sharding)
 
 
 def vdot(a: Any, b: Any, *, precision: Any = None,
@@ -255,7 +258,7 @@ def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2, *, precision: Any =
     ...           axes=([1, 2], [1, 0])).shape
     (2,)
     """
-    check_out_sharding("tensordot", out_sharding)
+    sharding = out_sharding_of("tensordot", out_sharding)
     p = _Product("tensordot", a, b, preferred_element_type)
     a_rank, b_rank = len(_shape(p.a)), len(_shape(p.b))
     a_axes, b_axes = _tensordot_axes(axes, a_rank, b_rank)
@@ -264,7 +267,9 @@ def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2, *, precision: Any =
             raise TypeError(f"tensordot: shape mismatch: a.shape[{a_axis}] = "
                              f"{_shape(p.a)[a_axis]} but b.shape[{b_axis}] = "
                              f"{_shape(p.b)[b_axis]} (shapes {_shape(p.a)} and {_shape(p.b)})")
-    return p.contract(p.a, p.b, ((a_axes, b_axes), ((), ())), precision)
+    lhs = p.a if sharding is None else unshard_dims(p.a, a_axes)
+    return with_out_sharding(p.contract(lhs, p.b, ((a_axes, b_axes), ((), ())), precision),
+                             sharding)
 
 
 def _tensordot_axes(axes: Any, a_rank: int, b_rank: int) -> tuple[tuple, tuple]:

@@ -25,6 +25,7 @@ from lamella.core import dtypes as core_dtypes
 from lamella.core import vmap
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
+from lamella.lax.explicit_sharding import like_sharding
 from lamella.numpy import ufuncs
 from lamella.numpy.contractions import diagonal
 from lamella.numpy.dtypes import canonicalize_user_dtype, result_type
@@ -226,7 +227,7 @@ def _like(name: str, a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
     shape = aval.shape if shape is None else _shape_tuple(shape, name)
     if dtype is None:  # a weakly typed `a` gives a weakly typed result, as in JAX
         return lax.full_like(a, fill, shape=shape)
-    return lax.full(shape, fill, _dtype_or(dtype, aval.dtype, name))
+    return like_sharding(a, lax.full(shape, fill, _dtype_or(dtype, aval.dtype, name)))
 
 
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *,

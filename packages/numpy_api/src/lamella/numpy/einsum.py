@@ -25,6 +25,7 @@ import numpy as np
 from lamella import lax
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
+from lamella.lax.explicit_sharding import unshard_dims
 from lamella.numpy import util
 from lamella.numpy.dtypes import (
     canonicalize_user_dtype,
@@ -32,7 +33,7 @@ from lamella.numpy.dtypes import (
     promote_types,
     result_type,
 )
-from lamella.numpy.placement import check_out_sharding
+from lamella.numpy.placement import out_sharding_of, with_out_sharding
 from lamella.numpy.util import asarray_internal, check_arraylike
 
 __all__ = ["einsum", "einsum_path"]
@@ -66,10 +67,12 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
     if out is not None:
         raise NotImplementedError("einsum: the `out` argument is not supported "
                                   "(lamella arrays are immutable)")
-    check_out_sharding("einsum", out_sharding)
+    sharding = out_sharding_of("einsum", out_sharding)
     spec, operands = _string_form(subscripts, operands)
     check_arraylike("einsum", *operands)
     operands = [asarray_internal(x) for x in operands]
+    if sharding is not None:
+        operands = _unshard_contracted(spec, operands)
     steps = _contraction_steps(spec, tuple(aval_of(x).shape for x in operands),
                                _optimize_key(optimize))
     if preferred_element_type is None:
@@ -84,7 +87,21 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
         taken = [operands.pop(i) for i in indices]
         operands.append(contract.many(taken, in_specs, out_spec))
     (result,) = operands
-    return convert_element_type(result, dtype, weak)
+    return with_out_sharding(convert_element_type(result, dtype, weak), sharding)
+
+
+def _unshard_contracted(spec: str, operands: list) -> list:
+    """Every operand but the last with its summed-over dimensions unsplit, so that no
+    pairwise contraction is over a dimension split on both sides: the layout of the
+    result is then the one `out_sharding` asks for."""
+    inputs, _, output = spec.partition("->")
+    terms = inputs.split(",")
+    if "..." in spec or len(terms) != len(operands):
+        return [unshard_dims(x) for x in operands[:-1]] + operands[-1:]
+    kept = set(output) if "->" in spec else {c for c in inputs if inputs.count(c) == 1}
+    return [unshard_dims(x, [d for d, c in enumerate(term) if c not in kept])
+            if i < len(operands) - 1 else x
+            for i, (x, term) in enumerate(zip(operands, terms))]
 
 
 def einsum_path(subscripts: Any, /, *operands: Any,

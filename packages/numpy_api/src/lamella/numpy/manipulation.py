@@ -27,9 +27,10 @@ from lamella import lax
 from lamella.core import vmap
 from lamella.core.errors import ConcretizationTypeError
 from lamella.core.trace import aval_of
+from lamella.lax.explicit_sharding import unshard_dims
 from lamella.numpy import util
 from lamella.numpy.dtypes import promote_dtypes
-from lamella.numpy.placement import check_out_sharding
+from lamella.numpy.placement import check_out_sharding, out_sharding_of, with_out_sharding
 from lamella.numpy.ufuncs import _broadcast_shapes
 from lamella.numpy.util import checked_array as _array
 from lamella.numpy.util import default_float_dtype, dtype_of
@@ -205,9 +206,12 @@ def reshape(a: Any, shape: Any, order: str = "C", *, copy: bool | None = None,
     Array([[0, 2, 4],
            [1, 3, 5]], dtype=int32)
     """
-    check_out_sharding("reshape", out_sharding)
+    sharding = out_sharding_of("reshape", out_sharding)
     a = _array("reshape", a)
-    return _reshape(a, _static_ints(shape, "the `shape` argument of reshape"), order)
+    if sharding is not None:  # a layout the reshape might not keep: the one asked for
+        a = unshard_dims(a)
+    return with_out_sharding(
+        _reshape(a, _static_ints(shape, "the `shape` argument of reshape"), order), sharding)
 
 
 def ravel(a: Any, order: str = "C", *, out_sharding: Any = None) -> Any:
@@ -216,9 +220,11 @@ def ravel(a: Any, order: str = "C", *, out_sharding: Any = None) -> Any:
     >>> ravel(np.int32([[1, 2], [3, 4]]), order="F")
     Array([1, 3, 2, 4], dtype=int32)
     """
-    check_out_sharding("ravel", out_sharding)
+    sharding = out_sharding_of("ravel", out_sharding)
     a = _array("ravel", a)
-    return _reshape(a, (math.prod(_shape(a)),), order)
+    if sharding is not None:
+        a = unshard_dims(a)
+    return with_out_sharding(_reshape(a, (math.prod(_shape(a)),), order), sharding)
 
 
 def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
@@ -364,7 +370,9 @@ def broadcast_to(array: Any, shape: int | Sequence[int], *, out_sharding: Any = 
     Array([[1, 2],
            [1, 2]], dtype=int32)
     """
-    check_out_sharding("broadcast_to", out_sharding)
+    if out_sharding is not None:
+        return with_out_sharding(broadcast_to(array, shape),
+                                 out_sharding_of("broadcast_to", out_sharding))
     a = _array("broadcast_to", array)
     shape = _static_ints(shape, "the `shape` argument of broadcast_to")
     old = _shape(a)

@@ -1,9 +1,9 @@
 """Where results go: JAX's `device=` and `out_sharding=` arguments, and real copies.
 
 jax.numpy's creation functions, products and samplers take `out_sharding`, a
-`NamedSharding` or `PartitionSpec` for the result. lamella.core has no named
-shardings yet, so only `None` (the default placement) is accepted; anything
-else is a TypeError, as JAX's for a kind of sharding it does not take.
+`NamedSharding` or `PartitionSpec` (over the current mesh) for the result: the
+result is resharded there, and under an Explicit mesh its type says so. The
+functions that do not place results yet accept only `None` (`check_out_sharding`).
 
 >>> import numpy as np
 >>> from lamella.lax import device_put
@@ -17,26 +17,33 @@ from __future__ import annotations
 from typing import Any
 
 from lamella import lax
+from lamella.core.sharding import out_sharding_of
 from lamella.core.trace import Tracer
+from lamella.lax.explicit_sharding import with_out_sharding
 from lamella.lax.runtime import arrays
 
-__all__ = ["check_out_sharding", "copy_array", "place"]
+__all__ = ["check_out_sharding", "copy_array", "out_sharding_of", "place", "with_out_sharding"]
 
 
 def check_out_sharding(name: str, out_sharding: Any) -> None:
-    """A TypeError unless `out_sharding` is None (the only placement lamella has)."""
+    """A TypeError unless `out_sharding` is None (for the functions that do not place
+    their results by a sharding yet)."""
     if out_sharding is not None:
         raise TypeError(
-            f"`out_sharding` argument of lamella.numpy.{name} only supports None: lamella "
-            f"has no NamedSharding or PartitionSpec to place results by (got "
-            f"{out_sharding!r} of type {type(out_sharding).__name__}). Use `device=` or "
-            "lamella.core.device_put to choose a device.")
+            f"`out_sharding` argument of lamella.numpy.{name} only supports None (got "
+            f"{out_sharding!r} of type {type(out_sharding).__name__}); reshard the result "
+            "with lamella.core.reshard instead.")
 
 
 def place(x: Any, device: Any = None, out_sharding: Any = None, name: str = "") -> Any:
-    """`x` committed to `device` when given (a no-op while tracing, where placement
-    is the caller's), after checking `out_sharding`."""
-    check_out_sharding(name, out_sharding)
+    """`x` laid out as `out_sharding` asks (a NamedSharding, or a PartitionSpec over the
+    current mesh), or committed to `device` when given (a no-op while tracing, where
+    placement is the caller's)."""
+    sharding = out_sharding_of(name, out_sharding)
+    if sharding is not None:
+        if device is not None:
+            raise ValueError(f"{name}: pass one of `device` and `out_sharding`, not both")
+        return with_out_sharding(x, sharding)
     if device is None or isinstance(x, Tracer):
         return x
     return lax.device_put(x, device)

@@ -6,8 +6,9 @@ from typing import Any
 
 from lamella.core.trace import aval_of
 from lamella.lax import broadcast_in_dim, reshape
+from lamella.lax.explicit_sharding import unshard_dims
 from lamella.numpy.contractions import _Product
-from lamella.numpy.placement import check_out_sharding
+from lamella.numpy.placement import out_sharding_of, with_out_sharding
 from lamella.numpy.util import eager_fast
 
 
@@ -26,7 +27,11 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
     ...        preferred_element_type=np.int32)
     Array([[2]], dtype=int32)
     """
-    check_out_sharding("matmul", out_sharding)
+    sharding = out_sharding_of("matmul", out_sharding)
+    if sharding is not None:
+        return with_out_sharding(matmul(unshard_dims(a, (-1,)), b, precision=precision,
+                                        preferred_element_type=preferred_element_type),
+                                 sharding)
     p = _Product("matmul", a, b, preferred_element_type)
     a, b = p.a, p.b
     a_shape, b_shape = aval_of(a).shape, aval_of(b).shape
