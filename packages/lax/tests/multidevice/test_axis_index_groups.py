@@ -117,6 +117,30 @@ def test_shard_map_groups_within_each_row_of_the_mesh():
             np.testing.assert_allclose(got[i, j, 1:], blocks[[first, second], j])
 
 
+def test_groups_over_two_axes_number_members_row_major():
+    # Over ("x", "y") member k is device (k // 2, k % 2); groups of those numbers.
+    f = lc.jit(lc.shard_map(lambda b: lax.psum(b, ("x", "y"), axis_index_groups=EVEN_ODD),
+                            mesh=MESH2, in_specs=P(("x", "y")), out_specs=P(("x", "y"))))
+    np.testing.assert_allclose(np.asarray(f(X)), _ref("psum", X.astype(np.float64), EVEN_ODD),
+                               rtol=1e-6)
+
+
+def test_groups_where_other_axes_stay_auto():
+    def body(b):
+        return (lax.psum(b, "x", axis_index_groups=[[0, 3], [1, 2]])
+                + lax.all_gather(b, "x", axis_index_groups=[[2, 0], [1, 3]])[1])
+
+    def run(**axis_names):
+        return np.asarray(lc.jit(lc.shard_map(body, mesh=MESH2, in_specs=P("x"),
+                                              out_specs=P("x"), **axis_names))(X))
+    partial = run(axis_names={"x"})
+    blocks = X.reshape(4, 2, 4)
+    partner, second = {0: 3, 3: 0, 1: 2, 2: 1}, {0: 0, 2: 0, 1: 3, 3: 3}
+    want = np.stack([blocks[i] + blocks[partner[i]] + blocks[second[i]] for i in range(4)])
+    np.testing.assert_allclose(partial, want.reshape(8, 4), rtol=1e-6)
+    np.testing.assert_allclose(partial, run(), rtol=1e-6)
+
+
 GRAD_CASES = {
     "psum": lambda v: jnp.sum(jnp.sin(lax.psum(v * v, "i", axis_index_groups=EVEN_ODD))),
     "pmax": lambda v: jnp.sum(lax.pmax(v * v, "i", axis_index_groups=PAIRS)),
