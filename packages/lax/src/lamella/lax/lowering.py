@@ -153,8 +153,7 @@ def dtype_to_ir_type(dtype: Any) -> ir.Type:
 def constant(value: Any, dtype: Any = None) -> ir.Value:
     """A `stablehlo.constant` holding a NumPy value (a splat when it is uniform)."""
     if type(value) is DimExpr:  # a symbolic dimension's value, from the variables
-        from lamella.lax.symbolic_lowering import dim_value
-        return dim_value(value, np.dtype(dtype or np.int64))
+        return symbolic_hooks["dim_value"](value, np.dtype(dtype or np.int64))
     array = np.asarray(value, dtype=dtype)
     if array.dtype == dtypes.float0:
         array = np.zeros(array.shape, bool)
@@ -274,9 +273,7 @@ def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
 
     overrides = ctx.lowering_parameters.override_lowering_rules or ()
     platform, rules = ctx.platform, {}
-    check_symbolic = None
-    if _symbolic_lowering.depth:
-        from lamella.lax.symbolic_lowering import check_supported as check_symbolic
+    check_symbolic = symbolic_hooks["check"] if _symbolic_lowering.depth else None
     for eqn in jaxpr.eqns:
         primitive = eqn.primitive
         if check_symbolic is not None:
@@ -299,6 +296,12 @@ def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
     return [read(v) for v in jaxpr.outvars]
 
 
+# How symbolic dimensions lower, installed by lamella.lax.symbolic_lowering: "function"
+# (a context manager for a function body), "dim_value" (a dimension's value) and
+# "check" (refuses primitives that cannot lower symbolic shapes).
+symbolic_hooks: dict[str, Callable[..., Any]] = {}
+
+
 class _SymbolicLowering(threading.local):
     """How many functions with symbolic argument shapes are being lowered."""
 
@@ -315,10 +318,9 @@ def _symbolic_function(avals: Sequence[Any], args: Sequence[ir.Value], main: boo
     if not any(is_symbolic_shape(getattr(a, "shape", ())) for a in avals):
         yield
         return
-    from lamella.lax.symbolic_lowering import SymbolicFunction
     _symbolic_lowering.depth += 1
     try:
-        with SymbolicFunction(avals, args, main=main):
+        with symbolic_hooks["function"](avals, args, main=main):
             yield
     finally:
         _symbolic_lowering.depth -= 1

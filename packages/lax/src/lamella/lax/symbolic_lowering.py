@@ -30,6 +30,7 @@ from lamella.lax.lowering import (
     ir,
     register_lowering,
     shape_tensor,
+    symbolic_hooks,
 )
 
 __all__ = ["SymbolicFunction", "broadcast_in_dim", "check_supported", "dim_as_value_p",
@@ -211,6 +212,7 @@ register_lowering(dim_as_value_p, lambda ctx, *, dim: [
     dim_value(dim, ctx.avals_out[0].dtype)])
 supports_symbolic("dim_as_value")
 shape_poly._dimension_as_value = lambda dim: dim_as_value_p.bind(dim=dim)
+symbolic_hooks.update(function=SymbolicFunction, dim_value=dim_value, check=check_supported)
 
 
 # --- operations whose result shape is an attribute, in their dynamic forms ------------
