@@ -201,6 +201,13 @@ def test_inner_axis_names_already_manual_is_a_clear_error():
         _nested_with(in_specs=P(), out_specs=P(), axis_names={"x"})(X)
 
 
+def test_nothing_left_to_map_over_is_a_clear_error():
+    outer = lc.shard_map(lambda b: lc.shard_map(lambda c: c, in_specs=P(), out_specs=P())(b),
+                         mesh=MESH, in_specs=P("x"), out_specs=P("x"))
+    with pytest.raises(ValueError, match="every mesh axis is already manual"):
+        outer(X)
+
+
 def test_inner_mesh_must_be_the_enclosing_one():
     other = make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
     with pytest.raises(ValueError, match="The context mesh .* should match the mesh passed "
