@@ -57,11 +57,27 @@ __all__ = [  # the interpreter, and the rule tables and helpers re-exported from
 ]
 
 def _remove_axis(aval: ShapedArray, dim: int) -> ShapedArray:
-    return aval.update(shape=aval.shape[:dim] + aval.shape[dim + 1:])
+    shape = aval.shape[:dim] + aval.shape[dim + 1:]
+    if aval.sharding is None:
+        return aval.update(shape=shape)
+    return aval.update(shape=shape, sharding=_respec(aval, lambda spec: spec.pop(dim), shape))
 
 
 def _insert_axis(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
-    return aval.update(shape=aval.shape[:dim] + (size,) + aval.shape[dim:])
+    shape = aval.shape[:dim] + (size,) + aval.shape[dim:]
+    if aval.sharding is None:
+        return aval.update(shape=shape)
+    return aval.update(shape=shape,
+                       sharding=_respec(aval, lambda spec: spec.insert(dim, None), shape))
+
+
+def _respec(aval: ShapedArray, change: Callable[[list], Any], shape: tuple) -> Any:
+    """The explicit sharding of `aval` with its spec changed in place by `change`: a
+    batch dimension is unsharded, the others keep their mesh axes."""
+    from lamella.core.sharding_rules import spec_of, typed_sharding
+    spec = list(spec_of(aval))
+    change(spec)
+    return typed_sharding(aval.sharding.mesh, spec, len(shape))
 
 
 def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:

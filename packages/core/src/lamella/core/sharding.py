@@ -21,6 +21,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import enum
+import functools
 import itertools
 import math
 import threading
@@ -33,9 +34,10 @@ import numpy as np
 from lamella.core.dispatch import current_executor
 from lamella.core.primitive import Primitive
 
-__all__ = ["AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding",
-           "SingleDeviceSharding", "get_mesh", "make_mesh", "reshard", "set_mesh",
-           "use_mesh", "sharding_constraint_p", "with_sharding_constraint"]
+__all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding",
+           "SingleDeviceSharding", "auto_axes", "explicit_axes", "get_abstract_mesh",
+           "get_mesh", "make_mesh", "reshard", "set_mesh", "use_mesh", "sharding_constraint_p",
+           "with_sharding_constraint"]
 
 
 class AxisType(enum.Enum):
@@ -532,7 +534,7 @@ def _constraint_impl(x: Any, *, sharding: NamedSharding) -> Any:
 def _constraint_abstract_eval(aval: Any, *, sharding: NamedSharding) -> Any:
     # Under an Explicit mesh the constraint is a reshard: the result's type says so.
     if AxisType.Explicit not in sharding.mesh.axis_types:
-        return aval
+        return aval if aval.sharding is None else aval.update(sharding=None)
     from lamella.core.sharding_rules import typed_sharding
     return aval.update(sharding=typed_sharding(sharding.mesh, sharding.spec, aval.ndim))
 
@@ -625,3 +627,149 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
     P()
     """
     return _constrain(xs, out_shardings, "reshard", False)
+
+
+# ---------------------------------------------------------------------------
+# The abstract mesh, and switching axes between Auto and Explicit.
+
+
+class AbstractMesh:
+    """A mesh's axis names, sizes and types without its devices: what tracing sees.
+
+    >>> get_abstract_mesh().empty
+    True
+    """
+
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str],
+                 axis_types: Sequence[AxisType], device_kind: str | None = None,
+                 platform: str | None = None):
+        self.axis_sizes = tuple(axis_sizes)
+        self.axis_names = tuple(axis_names)
+        self.axis_types = tuple(axis_types)
+        self._kind = (device_kind, platform)
+
+    shape = property(lambda self: OrderedDict(zip(self.axis_names, self.axis_sizes)))
+    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: math.prod(self.axis_sizes))
+    empty = property(lambda self: not self.axis_names)
+
+    def _key(self) -> tuple:
+        return (self.axis_sizes, self.axis_names, self.axis_types, self._kind)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AbstractMesh) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        if self.empty:
+            return "AbstractMesh((), axis_types=())"
+        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
+        kind, platform = self._kind
+        extra = f", device_kind={kind}, num_cores=None, platform={platform}" if kind else ""
+        return f"AbstractMesh({axes}, axis_types={self.axis_types}{extra})"
+
+
+def _abstract(mesh: Mesh) -> AbstractMesh:
+    first = mesh.devices.flat[0] if mesh.devices.size else None
+    return AbstractMesh(mesh.axis_sizes, mesh.axis_names, mesh.axis_types,
+                        getattr(first, "device_kind", None), getattr(first, "platform", None))
+
+
+Mesh.abstract_mesh = property(_abstract)
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The current mesh's `AbstractMesh` (an empty one when no mesh is set).
+
+    >>> with set_mesh(make_mesh((1,), ("x",))):
+    ...     get_abstract_mesh().axis_types
+    (Explicit,)
+    """
+    mesh = get_mesh()
+    return AbstractMesh((), (), ()) if mesh is None else _abstract(mesh)
+
+
+def _retyped_mesh(axes: str | Sequence[str] | None, to: AxisType, what: str) -> tuple[Mesh, Mesh]:
+    mesh = get_mesh()
+    if mesh is None:
+        raise ValueError(f"{what} needs a mesh: set one with set_mesh")
+    names = mesh.axis_names if axes is None else (axes,) if isinstance(axes, str) \
+        else tuple(axes)
+    unknown = [n for n in names if n not in mesh.axis_names]
+    if unknown:
+        raise ValueError(f"{what}: axes {unknown} are not axes of the mesh {mesh._short()}")
+    types = tuple(to if n in names else t for n, t in zip(mesh.axis_names, mesh.axis_types))
+    return mesh, Mesh(mesh.devices, mesh.axis_names, types)
+
+
+def _onto(mesh: Mesh, x: Any, spec: PartitionSpec | None = None) -> Any:
+    """`x` laid out over `mesh` (another typing of the same devices), keeping its spec
+    unless one is given."""
+    from lamella.core.trace import aval_of
+    if spec is None:
+        sharding = getattr(aval_of(x), "sharding", None)
+        spec = sharding.spec if sharding is not None else PartitionSpec()
+    return sharding_constraint_p.bind(x, sharding=NamedSharding(mesh, spec))
+
+
+def auto_axes(f: Any = None, /, *, axes: str | Sequence[str] | None = None,
+              out_sharding: Any = None) -> Any:
+    """`f` run with the mesh's `axes` (default: all) Auto: inside, arrays' types do not
+    carry those axes and XLA lays values out; the results are resharded to
+    `out_sharding` (given here or when calling, as `f(..., out_sharding=)`).
+
+    (needs lamella.lax's runtime; run in packages/lax/tests/multidevice)
+
+    >>> with set_mesh(make_mesh((1,), ("x",))):  # doctest: +SKIP
+    ...     auto_axes(lambda v: v * 2, out_sharding=P("x"))(np.ones(2, np.float32)).shape
+    (2,)
+    """
+    if f is None:
+        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+    from lamella.core.tree_util import tree_map
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, out_sharding: Any = out_sharding, **kwargs: Any) -> Any:
+        if out_sharding is None:
+            raise ValueError("auto_axes: pass out_sharding (where the results go once the "
+                             "axes are Explicit again)")
+        mesh, inner = _retyped_mesh(axes, AxisType.Auto, "auto_axes")
+        args, kwargs = tree_map(lambda x: _onto(inner, x), (args, kwargs))
+        with inner:
+            out = f(*args, **kwargs)
+        with mesh:
+            return reshard(out, out_sharding)
+    return wrapped
+
+
+def explicit_axes(f: Any = None, /, *, axes: str | Sequence[str] | None = None,
+                  in_sharding: Any = None) -> Any:
+    """`f` run with the mesh's `axes` (default: all) Explicit: its arguments are laid out
+    as `in_sharding` says (given here or as `f(..., in_sharding=)`) and their types say
+    so inside; the results go back to the surrounding mesh's typing.
+
+    (needs lamella.lax's runtime; run in packages/lax/tests/multidevice)
+
+    >>> mesh = make_mesh((1,), ("x",), axis_types=(AxisType.Auto,))  # doctest: +SKIP
+    >>> with set_mesh(mesh):  # doctest: +SKIP
+    ...     explicit_axes(lambda v: v * 2, in_sharding=P("x"))(np.ones(2, np.float32)).shape
+    (2,)
+    """
+    if f is None:
+        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+    from lamella.core.tree_util import tree_flatten, tree_unflatten
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, in_sharding: Any = in_sharding, **kwargs: Any) -> Any:
+        if in_sharding is None:
+            raise ValueError("explicit_axes: pass in_sharding (how the arguments are laid "
+                             "out once the axes are Explicit)")
+        mesh, inner = _retyped_mesh(axes, AxisType.Explicit, "explicit_axes")
+        with inner:
+            args = reshard(args, in_sharding)
+            out = f(*args, **kwargs)
+        leaves, tree = tree_flatten(out)
+        return tree_unflatten(tree, [_onto(mesh, x) for x in leaves])
+    return wrapped

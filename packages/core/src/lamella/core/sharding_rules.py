@@ -31,8 +31,10 @@ from lamella.core.sharding import AxisType, NamedSharding, PartitionSpec
 
 Spec = tuple  # one entry per dimension: None, an axis name, or a tuple of axis names
 
-sharding_rules: dict[Primitive, Callable[..., list[Spec]]] = {}
-"""`sharding_rules[p](in_specs, in_avals, out_avals, **params) -> out specs`."""
+sharding_rules: dict[Primitive, Callable[..., list[Spec]] | None] = {}
+"""`sharding_rules[p](in_specs, in_avals, out_avals, **params) -> out specs`; None for a
+primitive whose abstract eval sets its results' shardings itself."""
+_NO_RULE = object()
 
 
 class ShardingTypeError(Exception):
@@ -149,9 +151,11 @@ def propagate(primitive: Primitive, in_avals: Sequence[Any], out: Any, params: d
     mesh = _mesh_of(primitive, in_avals)
     if mesh is None:
         return out
-    outs = out if primitive.multiple_results else [out]
-    rule = sharding_rules.get(primitive)
+    rule = sharding_rules.get(primitive, _NO_RULE)
     if rule is None:
+        return out
+    outs = out if primitive.multiple_results else [out]
+    if rule is _NO_RULE:
         shardings = _from_subjaxpr(primitive, params, outs)
         if shardings is None:
             raise ShardingTypeError(
@@ -302,8 +306,7 @@ def _register_core_rules() -> None:
     sharding_rules[transpose_p] = transpose_rule
     sharding_rules[reduce_sum_p] = reduce_axes_rule
     sharding_rules[stop_gradient_p] = same_as_first
-    sharding_rules[sharding_constraint_p] = lambda specs, in_avals, outs, *, sharding: [
-        tuple(map(_entry, sharding.spec._normalized(len(outs[0].shape))))]
+    sharding_rules[sharding_constraint_p] = None  # its abstract eval types the result
 
 
 _register_core_rules()
