@@ -91,6 +91,15 @@ def _full_numpy(x):
     return x * x.shape[0] + x.sum() / x.shape[0]
 
 
+_inner = lc.jit(lambda y: y * 2.0 + y.shape[0])  # a function of its own in the module
+
+
+def _while_numpy(x):
+    while x.sum() < 100:
+        x = x * 2 + 1
+    return x
+
+
 FAMILIES = {
     # name: (function of x: f32[b, 4], NumPy reference)
     "elementwise and broadcasting": (
@@ -131,6 +140,17 @@ FAMILIES = {
              lambda x: x * 2 if x.sum() > 0 else -x),
     "fori_loop": (lambda x: lax.fori_loop(0, 3, lambda i, y: y * 2.0 + i, x),
                   lambda x: ((x * 2) * 2 + 1) * 2 + 2),
+    "while_loop": (
+        lambda x: lax.while_loop(lambda y: jnp.sum(y) < 100.0, lambda y: y * 2.0 + 1.0,
+                                 jnp.abs(x)),
+        lambda x: _while_numpy(np.abs(x))),
+    "nested jit and checkpoint": (
+        lambda x: _inner(x) + _inner(x * 3.0) + lc.checkpoint(lambda y: jnp.sin(y) * y)(x),
+        lambda x: 8 * x + 2 * len(x) + np.sin(x) * x),
+    "grad and vmap inside": (
+        lambda x: lc.grad(lambda y: jnp.sum(jnp.tanh(y) * y.shape[0]))(x)
+        + jnp.expand_dims(lc.vmap(lambda r: r @ r)(x), 1),
+        lambda x: len(x) * (1 - np.tanh(x) ** 2) + (x * x).sum(1, keepdims=True)),
     "scan over the batch": (
         lambda x: lax.scan(lambda c, r: (c + r, c * r), jnp.zeros(4), x),
         lambda x: (x.sum(0), np.concatenate([np.zeros((1, 4)), np.cumsum(x, 0)[:-1]]) * x)),

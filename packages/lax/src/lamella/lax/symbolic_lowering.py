@@ -267,7 +267,8 @@ supports_symbolic(
     "dot_general", "transpose", "reshape", "broadcast_in_dim", "squeeze", "expand_dims",
     "concatenate", "slice", "iota", "rev", "empty",
     "jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
-    "custom_vjp_call_jaxpr", "cond", "while", "call_exported")
+    "custom_vjp_call_jaxpr", "checkpoint", "optimization_barrier", "cond", "while",
+    "call_exported")
 
 
 def splat(like: ir.Value, scalar: ir.Value) -> ir.Value:
