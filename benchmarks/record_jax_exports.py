@@ -11,6 +11,10 @@ Three modes, each run by the interpreter that has the package it imports:
         JAX deserializes lamella's artifacts, calls them (and their VJPs) and compares.
 
 Needs `flatbuffers` in the JAX venv (jax.export's serializer imports it).
+
+The function over several devices (`sharded_matmul`, a (4, 2) mesh of 8 CPU devices)
+is recorded into tests/data/jax_exports_multidevice and checked by the same modes
+(lamella-export writes it with the others); 8 devices are asked of each library here.
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ import sys
 
 import numpy as np
 
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+os.environ.setdefault("LAMELLA_NUM_CPU_DEVICES", "8")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
 DATA = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "jax_exports")
+# Artifacts over 8 devices, for packages/lax/tests/multidevice (run with 8 devices).
+DATA_MULTIDEVICE = DATA + "_multidevice"
 
 
 def cases(jax, jnp, lax):
@@ -76,6 +86,11 @@ def record() -> None:
         print(f"recorded {name}: {len(blob)} bytes, kept {exp.module_kept_var_idx}")
     _record_polymorphic(jax, jnp, export, DATA)
     print("recorded batch_polymorphic")
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec
+    mesh = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+    os.makedirs(DATA_MULTIDEVICE, exist_ok=True)
+    _record_sharded(jax, jnp, NamedSharding, PartitionSpec, mesh, DATA_MULTIDEVICE)
+    print("recorded sharded_matmul (8 devices)")
 
 
 def _record_polymorphic(jax, jnp, export, directory: str) -> None:
@@ -98,6 +113,28 @@ def _record_polymorphic(jax, jnp, export, directory: str) -> None:
     _, pullback = jax.vjp(poly.call, record["arg0"], y)
     record["ct0"], record["ct1"] = map(np.asarray, pullback(np.ones(3, np.float32)))
     np.savez(os.path.join(directory, "batch_polymorphic.npz"), **record)
+
+
+def _record_sharded(jax, jnp, named, spec, mesh, directory: str) -> None:
+    """`sharded_matmul` (8 devices) in ``directory``: (sin(a) @ b, sum(a)) with a split
+    over x, b over y, the product over (x, y), the sum replicated; inputs and outputs,
+    written the same way by JAX (record) and lamella (lamella-export)."""
+    shardings = dict(in_shardings=(named(mesh, spec("x", None)), named(mesh, spec(None, "y"))),
+                     out_shardings=(named(mesh, spec("x", "y")), named(mesh, spec())))
+    f = jax.jit(lambda a, b: (jnp.sin(a) @ b, jnp.sum(a)), **shardings)
+    a = np.arange(32, dtype=np.float32).reshape(8, 4) / 8
+    b = np.arange(8, dtype=np.float32).reshape(4, 2) - 3
+    exp = _export_module(jax).export(f)(a, b)
+    with open(os.path.join(directory, "sharded_matmul.exported"), "wb") as file:
+        file.write(exp.serialize())
+    placed = [jax.device_put(x, s) for x, s in zip((a, b), shardings["in_shardings"])]
+    outs = exp.call(*placed)
+    np.savez(os.path.join(directory, "sharded_matmul.npz"), arg0=a, arg1=b,
+             out0=np.asarray(outs[0]), out1=np.asarray(outs[1]))
+
+
+def _export_module(lib):
+    return __import__(f"{lib.__name__}.export", fromlist=["export"])
 
 
 def lamella_export(directory: str) -> None:
@@ -126,6 +163,10 @@ def lamella_export(directory: str) -> None:
         print(f"lamella exported {name}")
     _record_polymorphic(lc, jnp, export, directory)
     print("lamella exported batch_polymorphic (f32[b,4])")
+    from lamella.core.sharding import AxisType, NamedSharding, PartitionSpec, make_mesh
+    mesh = make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+    _record_sharded(lc, jnp, NamedSharding, PartitionSpec, mesh, directory)
+    print("lamella exported sharded_matmul (8 devices)")
 
 
 def check(directory: str) -> None:
@@ -143,6 +184,10 @@ def check(directory: str) -> None:
             exp = export.deserialize(bytearray(f.read()))
         data = np.load(os.path.join(directory, f"{name}.npz"))
         args = [data[f"arg{i}"] for i in range(len(exp.in_avals))]
+        if exp.nr_devices > 1:  # laid out over a mesh of that many devices, as exported
+            mesh = jax.make_mesh((4, 2), ("x", "y"),
+                                 axis_types=(jax.sharding.AxisType.Auto,) * 2)
+            args = [jax.device_put(x, s) for x, s in zip(args, exp.in_shardings_jax(mesh))]
         args = jax.tree_util.tree_unflatten(exp.in_tree, args)[0]
         outs = jax.tree_util.tree_leaves(exp.call(*args))
         ok = all(np.allclose(np.asarray(o), data[f"out{i}"], rtol=1e-5, atol=1e-6)
@@ -155,6 +200,10 @@ def check(directory: str) -> None:
             ok = ok and all(np.allclose(np.asarray(c), data[f"ct{i}"], rtol=1e-5, atol=1e-6)
                             for i, c in enumerate(cts))
             note = f", and its VJP ({len(cts)} cotangents, lamella's values)"
+        if exp.nr_devices > 1:
+            specs = [o.sharding.spec for o in outs]
+            ok = ok and specs == [s.spec for s in exp.out_shardings_jax(mesh)]
+            note += f", on {exp.nr_devices} devices, results laid out as {specs}"
         sizes = sorted(int(k[len("arg0_b"):]) for k in data.files if k.startswith("arg0_b"))
         for size in sizes:  # a shape-polymorphic export, called at each recorded size
             out = exp.call(data[f"arg0_b{size}"], *args[1:])

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from jaxlib import _jax
+from jaxlib import xla_client as xc
 
 from lamella.core import ShapedArray, batching
 from lamella.core.avals import get_aval
@@ -32,8 +33,12 @@ from lamella.core.export import (
     minimum_supported_calling_convention_version,
     register_backend,
 )
+from lamella.core.export.exported import _operations
+from lamella.core.export.serialization import AbstractNamedSharding, hlo_shardings
+from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec, get_mesh
+from lamella.core.trace import Tracer
 from lamella.core.tree_util import tree_leaves
-from lamella.lax import runtime
+from lamella.lax import runtime, spmd_executor
 from lamella.lax.lowering import (
     constant,
     func,
@@ -67,7 +72,8 @@ def _target_version() -> str:
         stablehlo.StablehloCompatibilityRequirement.WEEK_4)
 
 
-def _lower(fun_jit: Any, args: tuple, kwargs: dict, platform: str) -> tuple:
+def _lower(fun_jit: Any, args: tuple, kwargs: dict, platform: str,
+           disabled_checks: Sequence[Any] = ()) -> tuple:
     if platform != _default_platform():
         raise ValueError(f"lamella exports for the platform it runs on ({_default_platform()!r}); "
                          f"got platforms=({platform!r},)")
@@ -85,7 +91,34 @@ def _lower(fun_jit: Any, args: tuple, kwargs: dict, platform: str) -> tuple:
         raise ValueError(f"cannot export {getattr(fun_jit, '__name__', fun_jit)}: it closes over "
                          "values traced by an enclosing transformation")
     out_avals = tree_leaves(lowered.out_info)
-    return module, lowered.in_tree, in_avals, lowered.out_tree, out_avals
+    extras = _device_fields(lowered, in_avals, out_avals, platform)
+    return module, lowered.in_tree, in_avals, lowered.out_tree, out_avals, extras
+
+
+def _device_fields(lowered: Any, in_avals: Sequence[Any], out_avals: Sequence[Any],
+                   platform: str) -> dict:
+    """For a function over several devices: the number of devices and each argument's
+    and result's sharding (JAX's: None where jit was given none)."""
+    program = getattr(lowered, "_program", None)
+    if not isinstance(program, spmd_executor.LoweredSpmd):
+        return {}
+    plan = program._key[-1]
+    layouts = spmd_executor._analysis(program._key[1])[1]
+    in_named = []
+    for i, s in enumerate(plan.in_shardings):
+        if i not in layouts and isinstance(getattr(s, "named", None), NamedSharding) \
+                and not s._hlo_sharding.is_replicated():  # an argument laid out already
+            in_named.append(AbstractNamedSharding.of(s.named, platform))
+        else:  # jit's in_shardings, or None where it gave none
+            in_named.append(AbstractNamedSharding.of(layouts[i], platform)
+                            if i in layouts else None)
+    in_named = tuple(in_named)
+    out_named = tuple(AbstractNamedSharding.of(plan.out_layouts[i], platform)
+                      if i in plan.out_layouts else None for i in range(len(out_avals)))
+    return dict(nr_devices=len(plan.devices), _in_named_shardings=in_named,
+                _out_named_shardings=out_named,
+                in_shardings_hlo=hlo_shardings(in_named, in_avals),
+                out_shardings_hlo=hlo_shardings(out_named, out_avals))
 
 
 def _module_bytes(module: ir.Module) -> bytes:
@@ -106,7 +139,7 @@ def _module_text(serialized: bytes) -> str:
         return module_to_string(_jax.mlir.deserialize_portable_artifact(serialized, context))
 
 
-def _check_callable(exported: Exported, platform: str) -> None:
+def _check_callable(exported: Exported, platform: str, several_devices: bool = False) -> None:
     who = f"the exported function {exported.fun_name}"
     if platform not in exported.platforms \
             and DisabledSafetyCheck.platform() not in exported.disabled_safety_checks:
@@ -120,12 +153,14 @@ def _check_callable(exported: Exported, platform: str) -> None:
     if exported.ordered_effects:
         raise ValueError(f"{who} has ordered effects {exported.ordered_effects}, which lamella "
                          "cannot thread into it")
-    if exported.nr_devices != 1:
+    if exported.nr_devices != 1 and not several_devices:
         raise ValueError(f"{who} was exported for {exported.nr_devices} devices; lamella calls "
-                         "single-device exports")
+                         "it eagerly only, over a mesh of as many devices")
 
 
 def _call(exported: Exported, flat: Sequence[Any]) -> list[Any]:
+    if exported.nr_devices > 1:
+        return _call_over_devices(exported, flat)
     _check_callable(exported, _default_platform())
     if len(flat) != len(exported.in_avals):
         raise TypeError(f"{exported.fun_name} takes {len(exported.in_avals)} arrays, "
@@ -141,6 +176,79 @@ def _call(exported: Exported, flat: Sequence[Any]) -> list[Any]:
         _check_dimensions(exported, shapes)
         exported = _specialized(exported, shapes)
     return call_exported_p.bind(*flat, exported=exported)
+
+
+def _mesh_for(exported: Exported, flat: Sequence[Any]) -> Mesh:
+    """The mesh a call over several devices runs on: that of the arguments laid out
+    over one (JAX's rule), else the current mesh."""
+    for x in flat:
+        named = getattr(getattr(x, "_sharding", None), "named", None)
+        if isinstance(named, NamedSharding) and named.mesh.size == exported.nr_devices:
+            return named.mesh
+    mesh = get_mesh()
+    if mesh is not None and not mesh.empty and mesh.size == exported.nr_devices:
+        return mesh
+    count = max((len(getattr(x, "_arrays", ())) for x in flat), default=1) or 1
+    raise ValueError(f"Function {exported.fun_name} was exported for {exported.nr_devices} "
+                     f"devices and is called in a context with {count} devices, which is not "
+                     "allowed: pass arguments laid out over a mesh of "
+                     f"{exported.nr_devices} devices, or call it inside use_mesh(mesh)")
+
+
+_programs_over_devices: dict[tuple, Any] = {}
+
+
+def _call_over_devices(exported: Exported, flat: Sequence[Any]) -> list[Any]:
+    """Runs an Exported of several devices on a mesh of that many: arguments laid out as
+    it was exported, results as its out shardings say (XLA's choice where None)."""
+    _check_callable(exported, _default_platform(), several_devices=True)
+    if any(isinstance(x, Tracer) for x in flat):
+        raise NotImplementedError(
+            f"the exported function {exported.fun_name} runs on {exported.nr_devices} devices:"
+            " lamella calls it eagerly, not inside a traced function (jit, grad, vmap)")
+    if len(flat) != len(exported.in_avals):
+        raise TypeError(f"{exported.fun_name} takes {len(exported.in_avals)} arrays, "
+                        f"got {len(flat)}")
+    mesh = _mesh_for(exported, flat)
+    devices = mesh._flat_devices
+    in_named = exported._in_named_shardings or (None,) * len(flat)
+    out_named = exported._out_named_shardings or (None,) * len(exported.out_avals)
+    replicated = NamedSharding(mesh, PartitionSpec())
+    in_shardings = []
+    for a, s in zip(exported.in_avals, in_named):
+        named = replicated if s is None else s.on(mesh)
+        in_shardings.append(runtime.mesh_sharding(devices, named.hlo_sharding_text(len(a.shape)),
+                                                  named))
+    key = (exported.mlir_module_serialized, devices, mesh.axis_names)
+    program = _programs_over_devices.get(key)
+    if program is None:
+        by_text = {s.hlo_sharding_text(len(a.shape)): s.on(mesh)
+                   for s, a in zip(out_named, exported.out_avals) if s is not None}
+
+        def out_named_for(hlo: Any, ndim: int) -> Any:
+            for text, named in by_text.items():
+                if xc.HloSharding.from_string(text) == hlo:
+                    return named
+            return spmd_executor._match(mesh, hlo, ndim)
+
+        context = make_ir_context()
+        with context:
+            module = _jax.mlir.deserialize_portable_artifact(exported.mlir_module_serialized,
+                                                             context)
+        if b"lapack_" in exported.mlir_module_serialized:
+            runtime.register_lapack_targets()
+        specs = [(tuple(a.shape), np.dtype(a.dtype)) for a in exported.in_avals]
+        program = runtime.SpmdExecutable(module, devices, in_shardings, exported.fun_name,
+                                         specs, list(exported.out_avals), out_named_for)
+        if len(_programs_over_devices) > 64:
+            _programs_over_devices.pop(next(iter(_programs_over_devices)))
+        _programs_over_devices[key] = program
+    given = [get_aval(x) for x in flat]
+    for i, (g, aval) in enumerate(zip(given, exported.in_avals)):
+        if (g.dtype, tuple(g.shape)) != (aval.dtype, tuple(aval.shape)):
+            raise TypeError(f"argument {i} of the exported function {exported.fun_name}: "
+                            f"expected {aval.str_short()}, got {g.str_short()}")
+    return program(*[flat[i] for i in exported.module_kept_var_idx])
 
 
 def _check_dimensions(exported: Exported, shapes: tuple[tuple[int, ...], ...]) -> None:
@@ -285,6 +393,8 @@ def _batching_rule(args: Sequence[Any], dims: Sequence[Any], *, exported: Export
 
 
 batching.primitive_batchers[call_exported_p] = _batching_rule
+
+_operations["hlo_sharding"] = xc.HloSharding.from_string  # Exported's in/out_shardings_hlo
 
 register_backend(ExportBackend(lower=_lower, module_bytes=_module_bytes, module_text=_module_text,
                                call=_call, default_platform=_default_platform))

@@ -79,6 +79,10 @@ class Exported:
     module_kept_var_idx: tuple[int, ...]
     uses_global_constants: bool
     _get_vjp: Callable[[Exported], Exported] | None = None
+    # Over several devices: each argument's and result's NamedSharding (None: as XLA
+    # chooses), what JAX serializes; in/out_shardings_hlo are XLA's form of them.
+    _in_named_shardings: tuple[Any, ...] = ()
+    _out_named_shardings: tuple[Any, ...] = ()
 
     @property
     def in_shardings(self) -> tuple[Any, ...]:

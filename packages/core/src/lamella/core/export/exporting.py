@@ -68,16 +68,19 @@ def _export(fun_jit: Callable[..., Any], args: tuple, kwargs: dict,
             platforms: tuple[str, ...] | None, disabled_checks: tuple) -> Exported:
     backend = _backend("export")
     platform = (platforms or (backend.default_platform(),))[0]
-    module, in_tree, in_avals, out_tree, out_avals = backend.lower(fun_jit, args, kwargs,
-                                                                   platform)
+    module, in_tree, in_avals, out_tree, out_avals, *more = backend.lower(
+        fun_jit, args, kwargs, platform, disabled_checks)
     in_avals = tuple(ShapedArray(a.shape, a.dtype) for a in in_avals)
     out_avals = tuple(ShapedArray(a.shape, a.dtype) for a in out_avals)
+    # The backend's word on devices and effects: shardings, nr_devices, effects.
+    fields = dict(in_shardings_hlo=(None,) * len(in_avals),
+                  out_shardings_hlo=(None,) * len(out_avals), nr_devices=1,
+                  ordered_effects=(), unordered_effects=())
+    fields.update(more[0] if more else {})
     return Exported(
         fun_name=getattr(fun_jit, "__name__", "fun"),
         in_tree=in_tree, in_avals=in_avals, out_tree=out_tree, out_avals=out_avals,
-        in_shardings_hlo=(None,) * len(in_avals), out_shardings_hlo=(None,) * len(out_avals),
-        nr_devices=1, platforms=(platform,), ordered_effects=(), unordered_effects=(),
-        disabled_safety_checks=disabled_checks,
+        platforms=(platform,), disabled_safety_checks=disabled_checks, **fields,
         mlir_module_serialized=backend.module_bytes(module),
         calling_convention_version=maximum_supported_calling_convention_version,
         module_kept_var_idx=tuple(range(len(in_avals))),

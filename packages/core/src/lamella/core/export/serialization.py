@@ -5,7 +5,13 @@ version 11) is followed field by field, so bytes written here deserialize in
 JAX and JAX's deserialize here. Avals are stored once each (``unique_avals``)
 and referenced by index, as JAX does, and also in the older per-argument
 fields that earlier readers use. Custom pytree nodes need
-`register_pytree_node_serialization`.
+`register_pytree_node_serialization`. A function over several devices stores
+each argument's and result's sharding as JAX 0.10.2 writes it: a NamedSharding
+over an abstract mesh (axis sizes, names, types; no devices) and a
+PartitionSpec, stored once each and referenced by index; bytes written by JAX
+before its version 9 (HloSharding protos) are not read. Effects are stored by
+type name, as JAX does; host callbacks (which only this process can call) are
+not stored.
 
 (needs lamella.lax to lower; tests/test_export.py runs it)
 
@@ -22,9 +28,10 @@ fields that earlier readers use. Custom pytree nodes need
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,6 +66,12 @@ _LEAF, _NONE, _TUPLE, _LIST, _DICT, _CUSTOM = range(6)
 _SHAPED_ARRAY = 0
 _MEMORY_DEVICE = 1
 _CHECK_KIND, _CHECK_TARGET = range(2)
+_SHARDING_KIND, _SHARDING_HLO_PROTO, _SHARDING_NAMED = range(3)
+_NAMED_MESH, _NAMED_SPEC, _NAMED_MEMORY, _NAMED_MESH_IDX = range(4)
+_MESH_SIZES, _MESH_NAMES, _MESH_TYPES, _MESH_DEVICE = range(4)
+_DEVICE_KIND, _DEVICE_CORES, _DEVICE_PLATFORM = range(3)
+_AXIS_TYPE_CODE = {"Auto": 1, "Explicit": 2, "Manual": 3}
+_CODE_AXIS_TYPE = {code: name for name, code in _AXIS_TYPE_CODE.items()}
 # JAX writes 3 here so that readers from before its version 4 still accept the bytes.
 _SERIALIZATION_VERSION = 3
 
@@ -141,6 +154,73 @@ def _string_keys(keys: Any) -> bytes:
     return json.dumps(keys).encode()
 
 
+@dataclasses.dataclass(frozen=True)
+class AbstractNamedSharding:
+    """An Exported's sharding of one argument or result, as JAX serializes it: a
+    PartitionSpec over a mesh known by its axes only (JAX's NamedSharding over an
+    `AbstractMesh`); a call lays it over the devices of a mesh of that shape.
+
+    >>> s = AbstractNamedSharding((4, 2), ("x", "y"), ("Auto", "Auto"), (("x",), ()))
+    >>> s.hlo_sharding_text(2)
+    '{devices=[4,1,2]0,1,2,3,4,5,6,7 last_tile_dim_replicate}'
+    """
+
+    axis_sizes: tuple[int, ...]
+    axis_names: tuple[str, ...]
+    axis_types: tuple[str, ...]
+    spec: tuple[tuple[str, ...], ...]  # per dimension, the mesh axes splitting it
+    memory_kind: str | None = None
+    device_kind: str = "cpu"
+    platform: str = "cpu"
+
+    @classmethod
+    def of(cls, named: Any, platform: str = "cpu") -> AbstractNamedSharding:
+        """The abstract form of a lamella.core NamedSharding."""
+        mesh = named.mesh
+        spec = tuple(named.spec._normalized(len(named.spec)))
+        while spec and not spec[-1]:
+            spec = spec[:-1]
+        return cls(tuple(mesh.axis_sizes), tuple(mesh.axis_names),
+                   tuple(t.name for t in mesh.axis_types), spec,
+                   device_kind=platform, platform=platform)
+
+    def partition_spec(self) -> Any:
+        from lamella.core.sharding import PartitionSpec
+        return PartitionSpec(*[None if not e else e[0] if len(e) == 1 else e
+                               for e in self.spec])
+
+    def on(self, mesh: Any) -> Any:
+        """This sharding over ``mesh`` (of the same axis names and sizes)."""
+        from lamella.core.sharding import NamedSharding
+        if (tuple(mesh.axis_names), tuple(mesh.axis_sizes)) != (self.axis_names,
+                                                                self.axis_sizes):
+            raise ValueError(f"the function was exported for a mesh {self._mesh_text()}, "
+                             f"called over a mesh {dict(zip(mesh.axis_names, mesh.axis_sizes))}")
+        return NamedSharding(mesh, self.partition_spec())
+
+    def hlo_sharding_text(self, ndim: int) -> str:
+        """XLA's HloSharding of an array of rank ``ndim`` laid out this way, devices
+        numbered by their position in the mesh."""
+        import types
+
+        from lamella.core.sharding import Mesh
+        grid = np.empty(self.axis_sizes, dtype=object)
+        for i, index in enumerate(np.ndindex(*self.axis_sizes)):
+            grid[index] = types.SimpleNamespace(id=i)
+        return self.on(Mesh(grid, self.axis_names)).hlo_sharding_text(ndim)
+
+    def _mesh_text(self) -> str:
+        return str(dict(zip(self.axis_names, self.axis_sizes)))
+
+
+def hlo_shardings(named: Sequence[Any], avals: Sequence[Any]) -> tuple[Any, ...]:
+    """XLA's HloSharding for each of ``named`` (None stays None), made by the executor
+    (`_operations["hlo_sharding"]`, from XLA's text)."""
+    make = _operations.get("hlo_sharding", str)
+    return tuple(None if s is None else make(s.hlo_sharding_text(len(a.shape)))
+                 for s, a in zip(named, avals))
+
+
 # ---------------------------------------------------------------------------
 # Writing.
 
@@ -159,7 +239,12 @@ def _vector(builder: Builder, write: Callable[[Builder, Any], int], items: Any) 
 
 def _write_exported(b: Builder, exp: Exported, vjp_order: int) -> int:
     if exp.ordered_effects or exp.unordered_effects:
-        raise ValueError(f"cannot serialize {exp.fun_name}: it has effects")
+        # JAX 0.10.2 refuses at export ("serialization of host_callbacks is not yet
+        # implemented"); lamella exports them for calls in this process only.
+        raise NotImplementedError(
+            f"cannot serialize {exp.fun_name}: it calls back into Python (effects "
+            f"{[*exp.ordered_effects, *exp.unordered_effects]}), and the callbacks live only "
+            "in this process (serialization of host_callbacks is not yet implemented)")
     unique_avals: dict[tuple, int] = {}
     for aval in itertools.chain(exp.in_avals, exp.out_avals):
         unique_avals.setdefault(_aval_key(aval), len(unique_avals))
@@ -168,12 +253,16 @@ def _write_exported(b: Builder, exp: Exported, vjp_order: int) -> int:
     in_avals = _vector(b, _write_aval, exp.in_avals)
     out_tree = _write_tree(b, exp.out_tree)
     out_avals = _vector(b, _write_aval, exp.out_avals)
-    for s in itertools.chain(exp.in_shardings_hlo, exp.out_shardings_hlo):
+    in_named = exp._in_named_shardings or (None,) * len(exp.in_avals)
+    out_named = exp._out_named_shardings or (None,) * len(exp.out_avals)
+    meshes: dict[tuple, int] = {}
+    shardings: dict[AbstractNamedSharding, int] = {}
+    for s in itertools.chain(in_named, out_named):
         if s is not None:
-            raise ValueError(f"cannot serialize {exp.fun_name}: sharding {s} (lamella "
-                             "exports single-device functions, with no shardings)")
-    in_shardings = _vector(b, _write_no_sharding, exp.in_shardings_hlo)
-    out_shardings = _vector(b, _write_no_sharding, exp.out_shardings_hlo)
+            meshes.setdefault(_mesh_key(s), len(meshes))
+            shardings.setdefault(s, len(shardings))
+    in_shardings = _vector(b, lambda b, s: _write_sharding(b, s, meshes), in_named)
+    out_shardings = _vector(b, lambda b, s: _write_sharding(b, s, meshes), out_named)
     ordered = _vector(b, _write_effect, exp.ordered_effects)
     unordered = _vector(b, _write_effect, exp.unordered_effects)
     disabled = _vector(b, _write_disabled_check, exp.disabled_safety_checks)
@@ -187,13 +276,14 @@ def _write_exported(b: Builder, exp: Exported, vjp_order: int) -> int:
                              "it has no VJP")
         vjp = _write_exported(b, exp.vjp(), vjp_order - 1)
     uniques = _vector(b, _write_aval, [ShapedArray(*k) for k in unique_avals])
-    no_meshes = b.reference_vector([])
-    no_named = b.reference_vector([])
+    no_meshes = _vector(b, _write_mesh, [_mesh_of(k) for k in meshes])
+    no_named = _vector(b, lambda b, s: _write_named(b, s, meshes), list(shardings))
     in_idx = b.scalar_vector("I", [unique_avals[_aval_key(a)] for a in exp.in_avals])
     out_idx = b.scalar_vector("I", [unique_avals[_aval_key(a)] for a in exp.out_avals])
-    # Index 0 means "no sharding" (1 + i would name the i-th unique named sharding).
-    in_sh_idx = b.scalar_vector("I", [0] * len(exp.in_avals))
-    out_sh_idx = b.scalar_vector("I", [0] * len(exp.out_avals))
+    # Index 0 means "no sharding"; 1 + i names the i-th unique named sharding.
+    in_sh_idx = b.scalar_vector("I", [0 if s is None else 1 + shardings[s] for s in in_named])
+    out_sh_idx = b.scalar_vector("I", [0 if s is None else 1 + shardings[s]
+                                       for s in out_named])
     return b.table([
         (_EXP_VERSION, "H", _SERIALIZATION_VERSION), (_EXP_NAME, "offset", name),
         (_EXP_IN_TREE, "offset", in_tree), (_EXP_IN_AVALS, "offset", in_avals),
@@ -226,8 +316,42 @@ def _write_aval(b: Builder, aval: Any) -> int:
                     (_AVAL_DTYPE, "b", _DTYPE_CODE[dtype]), (_AVAL_MEMORY, "b", _MEMORY_DEVICE)])
 
 
-def _write_no_sharding(b: Builder, sharding: None) -> int:
-    return b.table([])
+def _mesh_key(s: AbstractNamedSharding) -> tuple:
+    return (s.axis_sizes, s.axis_names, s.axis_types, s.device_kind, s.platform)
+
+
+def _mesh_of(key: tuple) -> AbstractNamedSharding:
+    sizes, names, types, kind, platform = key
+    return AbstractNamedSharding(sizes, names, types, (), device_kind=kind, platform=platform)
+
+
+def _write_mesh(b: Builder, s: AbstractNamedSharding) -> int:
+    sizes = b.scalar_vector("I", list(s.axis_sizes))
+    names = _vector(b, Builder.string, s.axis_names)
+    types = b.scalar_vector("b", [_AXIS_TYPE_CODE[t] for t in s.axis_types])
+    device = b.table([(_DEVICE_KIND, "offset", b.string(s.device_kind)),
+                      (_DEVICE_PLATFORM, "offset", b.string(s.platform))])
+    return b.table([(_MESH_SIZES, "offset", sizes), (_MESH_NAMES, "offset", names),
+                    (_MESH_TYPES, "offset", types), (_MESH_DEVICE, "offset", device)])
+
+
+def _write_named(b: Builder, s: AbstractNamedSharding, meshes: dict[tuple, int]) -> int:
+    mesh = _write_mesh(b, s)
+    partitions = _vector(b, lambda b, axes: b.table([(0, "offset", _vector(
+        b, Builder.string, axes))]), s.spec)
+    spec = b.table([(0, "offset", partitions), (1, "offset", b.reference_vector([])),
+                    (2, "offset", b.reference_vector([]))])
+    memory = None if s.memory_kind is None else b.string(s.memory_kind)
+    return b.table([(_NAMED_MESH, "offset", mesh), (_NAMED_SPEC, "offset", spec),
+                    (_NAMED_MEMORY, "offset", memory),
+                    (_NAMED_MESH_IDX, "I", meshes[_mesh_key(s)])])
+
+
+def _write_sharding(b: Builder, s: AbstractNamedSharding | None,
+                    meshes: dict[tuple, int]) -> int:
+    if s is None:
+        return b.table([])
+    return b.table([(_SHARDING_NAMED, "offset", _write_named(b, s, meshes))])
 
 
 def _write_effect(b: Builder, effect: Any) -> int:
@@ -303,19 +427,18 @@ def deserialize(blob: bytes | bytearray | memoryview) -> Exported:
 
 def _read_exported(t: Table) -> Exported:
     uniques = [_read_aval(a) for a in t.tables(_EXP_UNIQUE_AVALS)]
-    if t.tables(_EXP_UNIQUE_SHARDINGS) or any(
-            i != 0 for i in t.scalars(_EXP_IN_SHARDING_IDX, "I")
-            + t.scalars(_EXP_OUT_SHARDING_IDX, "I")) or any(
-            s.table(2) is not None or s.bytes(1) for s in
-            t.tables(_EXP_IN_SHARDINGS) + t.tables(_EXP_OUT_SHARDINGS)):
-        raise ValueError("the function was exported with shardings; lamella calls "
-                         "single-device exports only")
+    meshes = [_read_mesh(m) for m in t.tables(_EXP_UNIQUE_MESHES)]
+    named = [_read_named(n, meshes) for n in t.tables(_EXP_UNIQUE_SHARDINGS)]
     in_idx = t.scalars(_EXP_IN_AVAL_IDX, "I")
     out_idx = t.scalars(_EXP_OUT_AVAL_IDX, "I")
     in_avals = tuple(uniques[i] for i in in_idx) if in_idx else tuple(
         _read_aval(a) for a in t.tables(_EXP_IN_AVALS))
     out_avals = tuple(uniques[i] for i in out_idx) if out_idx else tuple(
         _read_aval(a) for a in t.tables(_EXP_OUT_AVALS))
+    in_named = _read_shardings(t, _EXP_IN_SHARDING_IDX, _EXP_IN_SHARDINGS, named, meshes,
+                               len(in_avals))
+    out_named = _read_shardings(t, _EXP_OUT_SHARDING_IDX, _EXP_OUT_SHARDINGS, named, meshes,
+                                len(out_avals))
     vjp_table = t.table(_EXP_VJP)
     get_vjp = None if vjp_table is None else (lambda _: _read_exported(vjp_table))
     nr_devices = t.scalar(_EXP_NR_DEVICES, "I", 0) or t.scalar(_EXP_NR_DEVICES_SHORT, "h", 0)
@@ -323,10 +446,12 @@ def _read_exported(t: Table) -> Exported:
         fun_name=t.string(_EXP_NAME) or "",
         in_tree=_read_tree(t.table(_EXP_IN_TREE)), in_avals=in_avals,
         out_tree=_read_tree(t.table(_EXP_OUT_TREE)), out_avals=out_avals,
-        in_shardings_hlo=(None,) * len(in_avals), out_shardings_hlo=(None,) * len(out_avals),
+        in_shardings_hlo=hlo_shardings(in_named, in_avals),
+        out_shardings_hlo=hlo_shardings(out_named, out_avals),
+        _in_named_shardings=in_named, _out_named_shardings=out_named,
         nr_devices=nr_devices, platforms=tuple(t.strings(_EXP_PLATFORMS)),
-        ordered_effects=tuple(e.string(0) for e in t.tables(_EXP_ORDERED)),
-        unordered_effects=tuple(e.string(0) for e in t.tables(_EXP_UNORDERED)),
+        ordered_effects=tuple(_read_effect(e) for e in t.tables(_EXP_ORDERED)),
+        unordered_effects=tuple(_read_effect(e) for e in t.tables(_EXP_UNORDERED)),
         disabled_safety_checks=tuple(
             DisabledSafetyCheck(c.scalar(_CHECK_KIND, "b", 0), c.string(_CHECK_TARGET))
             for c in t.tables(_EXP_DISABLED)),
@@ -335,6 +460,49 @@ def _read_exported(t: Table) -> Exported:
         module_kept_var_idx=tuple(t.scalars(_EXP_KEPT, "H")),
         uses_global_constants=bool(t.scalar(_EXP_GLOBAL_CONSTS, "?", False)),
         _get_vjp=get_vjp)
+
+
+def _read_mesh(t: Table) -> AbstractNamedSharding:
+    device = t.table(_MESH_DEVICE)
+    kind = (device.string(_DEVICE_KIND) if device is not None else None) or "cpu"
+    platform = (device.string(_DEVICE_PLATFORM) if device is not None else None) or kind
+    return AbstractNamedSharding(
+        tuple(t.scalars(_MESH_SIZES, "I")), tuple(t.strings(_MESH_NAMES)),
+        tuple(_CODE_AXIS_TYPE.get(c, "Auto") for c in t.scalars(_MESH_TYPES, "b")), (),
+        device_kind=kind, platform=platform)
+
+
+def _read_named(t: Table, meshes: list[AbstractNamedSharding]) -> AbstractNamedSharding:
+    mesh = meshes[t.scalar(_NAMED_MESH_IDX, "I", 0)] if meshes else _read_mesh(t.table(
+        _NAMED_MESH))
+    spec_table = t.table(_NAMED_SPEC)
+    if spec_table is not None and (spec_table.strings(1) or spec_table.strings(2)):
+        raise ValueError("the function's shardings have reduced or unreduced axes, which "
+                         "lamella does not support")
+    spec = tuple(tuple(p.strings(0)) for p in spec_table.tables(0)) if spec_table else ()
+    return dataclasses.replace(mesh, spec=spec, memory_kind=t.string(_NAMED_MEMORY))
+
+
+def _read_shardings(t: Table, idx_slot: int, old_slot: int, named: list, meshes: list,
+                    count: int) -> tuple:
+    indices = t.scalars(idx_slot, "I")
+    if indices:
+        return tuple(None if i == 0 else named[i - 1] for i in indices)
+    out = []
+    for s in t.tables(old_slot):  # written before JAX's version 10: each one in full
+        if s.bytes(_SHARDING_HLO_PROTO):
+            raise ValueError("the function was exported by JAX before March 2026 (its "
+                             "shardings are HloSharding protos), which lamella does not read")
+        n = s.table(_SHARDING_NAMED)
+        out.append(None if n is None else _read_named(n, meshes))
+    return tuple(out) if out else (None,) * count
+
+
+def _read_effect(t: Table) -> Any:
+    # JAX stores an effect as its class's name; the effects JAX can export are its own
+    # (lamella's effects all come from host callbacks, which are never stored).
+    raise ValueError(f"the function has the effect {t.string(0)!r}, which lamella cannot "
+                     "reproduce")
 
 
 def _read_aval(t: Table) -> ShapedArray:

@@ -340,6 +340,9 @@ class SpmdExecutable:
         options.num_replicas = 1
         options.num_partitions = len(devices)
         options.executable_build_options.use_spmd_partitioning = True
+        # Modules with Shardy meshes (JAX's exports) need XLA's Shardy partitioner.
+        options.executable_build_options.use_shardy_partitioner = any(
+            op.name == "sdy.mesh" for op in module.body.operations)
         # Unannotated outputs keep the layout propagation gives them (not replicated);
         # annotated ones (jit's out_shardings) keep their annotation.
         options.executable_build_options.allow_spmd_sharding_propagation_to_output = \

@@ -1,0 +1,93 @@
+"""Exported functions over 8 devices: `export(jit(f, in_shardings=..., out_shardings=...))`,
+its shardings (as JAX 0.10.2 serializes them), and an artifact JAX exported over a
+(4, 2) mesh (tests/data/jax_exports_multidevice, by benchmarks/record_jax_exports.py)."""
+
+import os
+
+import numpy as np
+import pytest
+from jaxlib import xla_client as xc
+
+import lamella.core as lc
+import lamella.numpy as jnp
+from lamella.core import export
+from lamella.core.sharding import AxisType, NamedSharding, make_mesh, use_mesh
+from lamella.core.sharding import PartitionSpec as P
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "tests", "data",
+                    "jax_exports_multidevice")
+MESH = make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+IN = (NamedSharding(MESH, P("x", None)), NamedSharding(MESH, P(None, "y")))
+OUT = (NamedSharding(MESH, P("x", "y")), NamedSharding(MESH, P()))
+A = np.arange(32, dtype=np.float32).reshape(8, 4) / 8
+B = np.arange(8, dtype=np.float32).reshape(4, 2) - 3
+# XLA's form of IN and OUT (JAX's in_shardings_hlo after deserialize, as text).
+IN_HLO = ("{devices=[4,1,2]<=[8] last_tile_dim_replicate}",
+          "{devices=[1,2,4]<=[4,2]T(1,0) last_tile_dim_replicate}")
+OUT_HLO = ("{devices=[4,2]<=[8]}", "{replicated}")
+F = lc.jit(lambda a, b: (jnp.sin(a) @ b, jnp.sum(a)), in_shardings=IN, out_shardings=OUT)
+
+
+def _hlo(texts):
+    return tuple(xc.HloSharding.from_string(t) for t in texts)
+
+
+def _placed():
+    return lc.device_put(A, IN[0]), lc.device_put(B, IN[1])
+
+
+def _check_results(outs, want0, want1):
+    assert [o.sharding for o in outs] == list(OUT)
+    assert len(outs[0].addressable_shards) == 8
+    np.testing.assert_allclose(np.asarray(outs[0]), want0, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(float(outs[1]), want1, rtol=2e-6)
+
+
+def test_an_export_over_a_mesh_has_its_devices_and_shardings():
+    exp = export.export(F)(A, B)
+    assert exp.nr_devices == 8
+    assert exp.in_shardings_hlo == _hlo(IN_HLO)
+    assert exp.out_shardings_hlo == _hlo(OUT_HLO)
+    _check_results(exp.call(*_placed()), np.sin(A) @ B, A.sum())
+    back = export.deserialize(exp.serialize())
+    assert back.nr_devices == 8
+    assert back.in_shardings_hlo == exp.in_shardings_hlo
+    assert back.out_shardings_hlo == exp.out_shardings_hlo
+    _check_results(back.call(*_placed()), np.sin(A) @ B, A.sum())
+
+
+def test_an_argument_without_a_sharding_has_none():
+    g = lc.jit(lambda a, b: a * b.sum(), in_shardings=(IN[0], None))
+    exp = export.export(g)(A, B)
+    assert exp.in_shardings_hlo == (_hlo(IN_HLO)[0], None)
+    assert exp.out_shardings_hlo == (None,)  # XLA's choice, as JAX's
+    back = export.deserialize(exp.serialize())
+    assert back.in_shardings_hlo == exp.in_shardings_hlo
+    out = back.call(lc.device_put(A, IN[0]), B)
+    np.testing.assert_allclose(np.asarray(out), A * B.sum(), rtol=1e-6)
+
+
+def test_jax_exported_artifact_over_8_devices_runs_in_lamella():
+    with open(os.path.join(DATA, "sharded_matmul.exported"), "rb") as f:
+        exp = export.deserialize(f.read())
+    data = np.load(os.path.join(DATA, "sharded_matmul.npz"))
+    assert exp.nr_devices == 8
+    assert exp.in_shardings_hlo == _hlo(IN_HLO)
+    assert exp.out_shardings_hlo == _hlo(OUT_HLO)
+    a = lc.device_put(data["arg0"], IN[0])
+    b = lc.device_put(data["arg1"], IN[1])
+    _check_results(exp.call(a, b), data["out0"], data["out1"])
+    with use_mesh(MESH):  # host values, laid out over the current mesh as exported
+        _check_results(exp.call(data["arg0"], data["arg1"]), data["out0"], data["out1"])
+
+
+def test_the_devices_must_be_there():
+    exp = export.export(F)(A, B)
+    with pytest.raises(ValueError, match="exported for 8 devices and is called in a context "
+                                         "with 1 devices"):
+        exp.call(A, B)  # as JAX: host values and no mesh
+    other = make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+    with use_mesh(other), pytest.raises(ValueError, match="exported for a mesh"):
+        exp.call(A, B)
+    with pytest.raises(NotImplementedError, match="eagerly"):
+        lc.jit(exp.call)(*_placed())
