@@ -304,6 +304,12 @@ class DimExpr:
         raise InconclusiveDimensionOperation(
             f"Symbolic dimension '{self}' used in a context that requires a constant")
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        # lamella.numpy takes anything with __array__ as an array-like operand (then
+        # reads its aval); NumPy itself cannot hold a symbolic value.
+        raise InconclusiveDimensionOperation(
+            f"Symbolic dimension '{self}' has no concrete value for a NumPy array")
+
     # lamella.numpy reads the aval of what it is given: as a value, a dimension is a
     # weakly typed integer scalar (lowered from the dimension variables' sizes).
     @property
