@@ -159,9 +159,10 @@ def propagate(primitive: Primitive, in_avals: Sequence[Any], out: Any, params: d
         shardings = _from_subjaxpr(primitive, params, outs)
         if shardings is None:
             raise ShardingTypeError(
-                f"sharding rule for {primitive.name} is not implemented: it got inputs "
-                f"{_short(in_avals)} sharded over mesh axes. Please file an issue, or "
-                f"reshard the inputs to be unsharded (lamella.core.reshard(x, P())) first.")
+                f"sharding rule for {primitive.name} is not implemented (its inputs are "
+                f"{_short(in_avals)}). Please file an issue. You can work around this error "
+                "by dropping that operation into full auto sharding mode via: "
+                "`lamella.core.sharding.auto_axes(fun, out_sharding=...)`")
         new = [o.update(sharding=s) if type(o) is ShapedArray else o
                for o, s in zip(outs, shardings)]
         return new if primitive.multiple_results else new[0]
@@ -245,6 +246,12 @@ def reshape_spec(in_aval: ShapedArray, spec: Spec, new_sizes: Sequence[int]) -> 
         if i < len(old) and j < len(new) and old[i] == new[j]:
             out[j] = spec[i]
             i, j = i + 1, j + 1
+            continue
+        if j < len(new) and new[j] == 1:  # an inserted unit dimension: unsplit
+            j += 1
+            continue
+        if i < len(old) and old[i] == 1 and spec[i] is None:  # a removed unit dimension
+            i += 1
             continue
         a = old[i] if i < len(old) else 1
         b = new[j] if j < len(new) else 1

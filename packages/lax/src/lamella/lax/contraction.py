@@ -24,7 +24,12 @@ from lamella.core.sharding import out_sharding_of
 from lamella.core.structural import transpose
 from lamella.core.trace import aval_of
 from lamella.lax.conversion import convert_element_type
-from lamella.lax.explicit_sharding import unshard_dims, with_out_sharding
+from lamella.lax.explicit_sharding import (
+    cotangent_dims_to_unshard,
+    cotangent_layout,
+    unshard_dims,
+    with_out_sharding,
+)
 from lamella.lax.lowering import aval_to_ir_type, hlo, ir, register_lowering
 from lamella.lax.mlir_context import element_type
 from lamella.lax.standard import (
@@ -340,7 +345,7 @@ def _dot_general_jvp_rhs(t, lhs, rhs, **params):
 
 def _transpose_operand(ct, other, ndim: int, contract, batch, other_contract, other_batch,
                        ct_free_of_other: list[int], ct_batch: list[int], precision,
-                       dtype: np.dtype):
+                       dtype: np.dtype, layout: Any):
     """The cotangent of one operand (rank `ndim`, dims `contract`/`batch`) given the
     output cotangent and the `other` operand.
 
@@ -351,6 +356,9 @@ def _transpose_operand(ct, other, ndim: int, contract, batch, other_contract, ot
     other_free = _free_dims(aval_of(other).ndim, other_contract, other_batch)
     if aval_of(other).dtype != aval_of(ct).dtype:
         other = convert_element_type(other, aval_of(ct).dtype)
+    if layout is not None:  # explicit sharding: the cotangent takes its primal's layout
+        ct = unshard_dims(ct, cotangent_dims_to_unshard(ct, other, ct_free_of_other,
+                                                        other_contract))
     product = dot_general_p.bind(
         ct, other, dimension_numbers=((tuple(ct_free_of_other), tuple(other_free)),
                                       (tuple(ct_batch), tuple(other_batch))),
@@ -361,6 +369,8 @@ def _transpose_operand(ct, other, ndim: int, contract, batch, other_contract, ot
     permutation = tuple(int(i) for i in np.argsort(source))
     if permutation != tuple(range(ndim)):
         product = transpose(product, permutation)
+    if layout is not None:
+        product = with_out_sharding(product, layout)
     return product if aval_of(product).dtype == dtype else convert_element_type(product, dtype)
 
 
@@ -380,11 +390,11 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision,
     if ad.is_undefined_primal(lhs):
         return [_transpose_operand(ct, rhs, lhs_ndim, lhs_contract, lhs_batch, rhs_contract,
                                    rhs_batch, ct_rhs_free, ct_batch, precision,
-                                   lhs.aval.dtype), None]
+                                   lhs.aval.dtype, cotangent_layout(lhs.aval, ct, rhs)), None]
     # For rhs the roles swap, and ct's free dims of the other operand are lhs's.
     return [None, _transpose_operand(ct, lhs, rhs_ndim, rhs_contract, rhs_batch, lhs_contract,
                                      lhs_batch, ct_lhs_free, ct_batch, precision,
-                                     rhs.aval.dtype)]
+                                     rhs.aval.dtype, cotangent_layout(rhs.aval, ct, lhs))]
 
 
 def _dot_general_batch(args, dims, *, dimension_numbers, precision, preferred_element_type):

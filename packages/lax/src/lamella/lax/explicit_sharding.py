@@ -82,6 +82,29 @@ def unshard_dims(x: Any, dims: Any = None) -> Any:
     return reshard(x, NamedSharding(aval.sharding.mesh, PartitionSpec(*spec)))
 
 
+def cotangent_layout(primal: ShapedArray, *others: Any) -> NamedSharding | None:
+    """Where a contraction's transpose puts an operand's cotangent: the primal's layout
+    (unsplit when the primal's type has none); None when nothing is explicitly sharded."""
+    if primal.sharding is not None:
+        return primal.sharding
+    for x in others:
+        sharding = getattr(aval_of(x), "sharding", None)
+        if sharding is not None:
+            return NamedSharding(sharding.mesh, PartitionSpec())
+    return None
+
+
+def cotangent_dims_to_unshard(ct: Any, other: Any, ct_contract: Any, other_kept: Any
+                              ) -> list[int]:
+    """The dimensions of a cotangent `ct` to unsplit before contracting it with `other`
+    in a transpose: those contracted (a split on both sides has no typed result) and
+    those split over a mesh axis that `other`'s kept dimensions use."""
+    ct_spec, other_spec = spec_of(aval_of(ct)), spec_of(aval_of(other))
+    used = {n for d in other_kept for n in _names(other_spec[d])}
+    return [d for d, e in enumerate(ct_spec)
+            if d in set(ct_contract) or used & set(_names(e))]
+
+
 def like_sharding(x: Any, result: Any) -> Any:
     """`result` (of `x`'s shape) laid out as `x`'s type says: `zeros_like` and kin keep
     their argument's sharding (JAX)."""
