@@ -191,7 +191,8 @@ def test_clear_errors(exported):
     blob = export.serialize(exported)
     with pytest.raises(ValueError, match="not a serialized Exported"):
         export.deserialize(blob[: len(blob) // 3])
-    with pytest.raises(ValueError, match="calls back"):
+    with pytest.raises(NotImplementedError, match="serialization of host_callbacks is not "
+                                                  "yet implemented"):  # JAX's refusal
         export.export(lc.jit(lambda x: lc.pure_callback(np.sin, x, x)))(_X)
 
 

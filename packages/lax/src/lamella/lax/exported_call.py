@@ -23,6 +23,7 @@ from jaxlib import xla_client as xc
 
 from lamella.core import ShapedArray, batching
 from lamella.core.avals import get_aval
+from lamella.core.effects import effect_rules, ordered_effects
 from lamella.core.export import (
     DimExpr,
     DisabledSafetyCheck,
@@ -39,6 +40,7 @@ from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec, get_mesh
 from lamella.core.trace import Tracer
 from lamella.core.tree_util import tree_leaves
 from lamella.lax import runtime, spmd_executor
+from lamella.lax.callbacks import CALLBACK_TARGETS
 from lamella.lax.lowering import (
     constant,
     func,
@@ -80,11 +82,7 @@ def _lower(fun_jit: Any, args: tuple, kwargs: dict, platform: str,
     lowered = fun_jit.lower(*args, **kwargs)
     module = lowered.compiler_ir("stablehlo")
     in_avals = tree_leaves(lowered.in_avals)
-    text = module.operation.get_asm(large_elements_limit=16)
-    if "xla_ffi_python_cpu_callback" in text:
-        raise ValueError(f"cannot export {getattr(fun_jit, '__name__', fun_jit)}: it calls back "
-                         "into Python (pure_callback, io_callback, debug.print), which lives "
-                         "only in this process")
+    effects = _callbacks_for_export(fun_jit, lowered, module, disabled_checks)
     main = ir.SymbolTable(module.operation)["main"]
     n_params = len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs)
     if n_params != len(in_avals):
@@ -92,7 +90,115 @@ def _lower(fun_jit: Any, args: tuple, kwargs: dict, platform: str,
                          "values traced by an enclosing transformation")
     out_avals = tree_leaves(lowered.out_info)
     extras = _device_fields(lowered, in_avals, out_avals, platform)
+    extras.update(effects)
     return module, lowered.in_tree, in_avals, lowered.out_tree, out_avals, extras
+
+
+# ---------------------------------------------------------------------------
+# Host callbacks in an Exported: callable in this process only.
+
+_CALLBACK_CHECK = DisabledSafetyCheck.custom_call("xla_ffi_python_cpu_callback")
+# Modules on their way from `_lower` to `_module_bytes` (by id): their callables and
+# whether @main threads a token; then, by the module's bytes, the callables a call
+# of the Exported hands to XLA with the caller's program.
+_pending_callbacks: dict[int, tuple[list, bool]] = {}
+_callbacks_of: dict[bytes, list] = {}
+
+
+def _callbacks_for_export(fun_jit: Any, lowered: Any, module: ir.Module,
+                          disabled_checks: Sequence[Any]) -> dict:
+    """The effects of an export whose function calls back into Python. JAX 0.10.2
+    refuses it whatever the checks; lamella exports it when the caller disables the
+    check of the callback's custom call target (the callables stay in this process:
+    such an Exported is called here, and not serialized)."""
+    program = getattr(lowered, "_program", None)
+    callbacks = list(getattr(getattr(program, "lowered", None), "host_callbacks", ()))
+    if not callbacks:
+        return {}
+    if _CALLBACK_CHECK not in disabled_checks:
+        raise NotImplementedError(
+            "serialization of host_callbacks is not yet implemented (JAX 0.10.2's refusal: "
+            f"{getattr(fun_jit, '__name__', fun_jit)} calls back into Python); lamella exports "
+            "it for calls in this process with disabled_checks=[DisabledSafetyCheck."
+            "custom_call('xla_ffi_python_cpu_callback')]")
+    effects = lowered._sig.closed.effects
+    ordered = tuple(ordered_effects.filter_in(effects))
+    _pending_callbacks[id(module)] = (callbacks, bool(ordered))
+    return dict(ordered_effects=ordered,
+                unordered_effects=tuple(ordered_effects.filter_not_in(effects)))
+
+
+def _thread_token(module: ir.Module) -> None:
+    """JAX's calling convention for ordered effects: @main takes a token before the
+    arrays and returns one before its results; the module's chain of ordered callbacks
+    (in @main's body) starts from the first and ends in the second."""
+    symbols = ir.SymbolTable(module.operation)
+    inner = symbols["main"]
+    token_type = hlo.TokenType.get()
+    block = inner.regions[0].blocks[0]
+    token = block.add_argument(token_type, ir.Location.unknown())
+    last = token
+    for op in block.operations:
+        if op.name == "stablehlo.after_all" and len(op.operands) == 0:
+            op.result.replace_all_uses_with(token)
+        elif op.name == "stablehlo.custom_call" and len(op.results) and \
+                op.results[0].type == token_type:
+            last = op.results[0]
+    ret = block.operations[len(block.operations) - 1]
+    with ir.InsertionPoint(ret):
+        func.ReturnOp([*ret.operands, last])
+    ret.erase()
+    signature = ir.FunctionType(ir.TypeAttr(inner.attributes["function_type"]).value)
+    inputs, results = list(signature.inputs), list(signature.results)
+    inner.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
+        [*inputs, token_type], [*results, token_type]))
+    attrs = {}
+    for name, count in (("arg_attrs", len(inputs)), ("res_attrs", len(results))):
+        attrs[name] = list(ir.ArrayAttr(inner.attributes[name])) \
+            if name in inner.attributes else [ir.DictAttr.get({})] * count
+        inner.attributes[name] = ir.ArrayAttr.get([*attrs[name], ir.DictAttr.get({})])
+    symbols.set_symbol_name(inner, "_lamella_main_with_token")
+    inner.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    with ir.InsertionPoint(module.body):
+        main = func.FuncOp("main", ([token_type, *inputs], [token_type, *results]))
+        main.attributes["sym_visibility"] = ir.StringAttr.get("public")
+        main.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get({}),
+                                                         *attrs["arg_attrs"]])
+        main.attributes["res_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get({}),
+                                                         *attrs["res_attrs"]])
+        with ir.InsertionPoint(main.add_entry_block()):
+            args = list(main.arguments)
+            call = func.CallOp([*results, token_type],
+                               ir.FlatSymbolRefAttr.get("_lamella_main_with_token"),
+                               [*args[1:], args[0]])
+            outs = list(call.results)
+            func.ReturnOp([outs[-1], *outs[:-1]])
+
+
+def _reindex_callbacks(sub: ir.Module, exported: Exported, module_context: Any) -> None:
+    """Hands the Exported's callables to the caller's program: its callback custom calls
+    name them by their index in the caller's list."""
+    callbacks = _callbacks_of.get(exported.mlir_module_serialized)
+    if callbacks is None:
+        raise ValueError(f"the exported function {exported.fun_name} calls back into Python, "
+                         "and its callables are not in this process")
+    offset = len(module_context.host_callbacks)
+    module_context.host_callbacks.extend(callbacks)
+    index_type = ir.IntegerType.get_unsigned(64)
+
+    def visit(op: Any) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner)
+        if op.name == "stablehlo.custom_call" and ir.StringAttr(
+                op.attributes["call_target_name"]).value in CALLBACK_TARGETS:
+            config = ir.DictAttr(op.attributes["backend_config"])
+            index = ir.IntegerAttr(config["index"]).value
+            op.attributes["backend_config"] = ir.DictAttr.get(
+                {"index": ir.IntegerAttr.get(index_type, offset + index)})
+
+    visit(sub.operation)
 
 
 def _device_fields(lowered: Any, in_avals: Sequence[Any], out_avals: Sequence[Any],
@@ -122,15 +228,22 @@ def _device_fields(lowered: Any, in_avals: Sequence[Any], out_avals: Sequence[An
 
 
 def _module_bytes(module: ir.Module) -> bytes:
+    callbacks, threads_token = _pending_callbacks.pop(id(module), ([], False))
     with module.context:
         copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+        if threads_token:
+            with ir.Location.unknown():
+                _thread_token(copy)
         main = ir.SymbolTable(copy.operation)["main"]
         inputs = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs
         # JAX refines the shapes of a module that says it is polymorphic before compiling.
         polymorphic = any(isinstance(t, ir.RankedTensorType) and not t.has_static_shape
                           for t in inputs)
         copy.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(polymorphic)
-    return _jax.mlir.serialize_portable_artifact(copy, _target_version(), False)
+    data = _jax.mlir.serialize_portable_artifact(copy, _target_version(), False)
+    if callbacks:
+        _callbacks_of[data] = callbacks
+    return data
 
 
 def _module_text(serialized: bytes) -> str:
@@ -150,9 +263,10 @@ def _check_callable(exported: Exported, platform: str, several_devices: bool = F
         raise ValueError(f"{who} uses calling convention {version}; lamella calls versions "
                          f"{minimum_supported_calling_convention_version} to "
                          f"{maximum_supported_calling_convention_version}")
-    if exported.ordered_effects:
-        raise ValueError(f"{who} has ordered effects {exported.ordered_effects}, which lamella "
-                         "cannot thread into it")
+    if (exported.ordered_effects or exported.unordered_effects) \
+            and exported.mlir_module_serialized not in _callbacks_of:
+        raise ValueError(f"{who} has effects {exported.ordered_effects} "
+                         f"{exported.unordered_effects} whose callbacks are not in this process")
     if exported.nr_devices != 1 and not several_devices:
         raise ValueError(f"{who} was exported for {exported.nr_devices} devices; lamella calls "
                          "it eagerly only, over a mesh of as many devices")
@@ -358,6 +472,8 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
     module = module_context.module
     sub = _jax.mlir.deserialize_portable_artifact(exported.mlir_module_serialized,
                                                   module.context)
+    if exported.ordered_effects or exported.unordered_effects:
+        _reindex_callbacks(sub, exported, module_context)
     symbols = ir.SymbolTable(module.operation)
     base = "".join(c if c.isalnum() else "_" for c in f"call_exported_{exported.fun_name}")
     callee = merge_mlir_modules(module, base, sub, symbols)
@@ -374,11 +490,22 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
         index_type = ir.RankedTensorType(function_type.inputs[0])
         width = ir.IntegerType(index_type.element_type).width
         operands.insert(0, constant(np.array(index, np.int64 if width == 64 else np.int32)))
+    block = ir.InsertionPoint.current.block
+    if exported.ordered_effects:  # the caller's chain of ordered effects goes through it
+        token = module_context.effect_tokens.get(block)
+        operands.insert(1 if len(exported.platforms) > 1 else 0,
+                        hlo.after_all([]) if token is None else token)
     call = func.CallOp(list(function_type.results), ir.FlatSymbolRefAttr.get(callee), operands)
-    return list(call.results)
+    results = list(call.results)
+    if exported.ordered_effects:
+        module_context.effect_tokens[block] = results.pop(0)
+    return results
 
 
 register_lowering(call_exported_p, _lowering)
+# A call of an Exported that calls back has its effects (kept, ordered, waited for).
+effect_rules[call_exported_p] = lambda *, exported: frozenset(
+    (*exported.ordered_effects, *exported.unordered_effects))
 
 
 def _batching_rule(args: Sequence[Any], dims: Sequence[Any], *, exported: Exported) -> tuple:
