@@ -215,3 +215,20 @@ def test_module_asserts_consistent_argument_sizes():
     with pytest.raises(ValueError, match=r"args\[1\].shape\[0\] is 5, but the specification "
                                          r"'2\*b' is 4"):
         exp.call(np.ones(2, np.float32), np.ones(5, np.float32))
+
+
+def test_polymorphic_export_calls_another(example):
+    c, = export.symbolic_shape("c")
+    outer = export.export(lc.jit(lambda y: example.call(jnp.concatenate([y, y]), W) + 1.0))(
+        lc.ShapeDtypeStruct((c, 4), np.float32))
+    assert outer.out_avals == (lc.ShapedArray((2 * c,), np.float32),)
+    y = _x(3)
+    _close(outer.call(y), _example_numpy(np.concatenate([y, y]), W) + 1)
+
+
+def test_disabled_shape_assertions_skip_the_constraints():
+    b, = export.symbolic_shape("b", constraints=["b >= 2"])
+    exp = export.export(lc.jit(lambda x: x * 2.0),
+                        disabled_checks=[export.DisabledSafetyCheck.shape_assertions()])(
+        lc.ShapeDtypeStruct((b,), np.float32))
+    _close(exp.call(np.ones(1, np.float32)), np.full(1, 2, np.float32))

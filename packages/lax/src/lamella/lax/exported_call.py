@@ -42,6 +42,7 @@ from lamella.core.tree_util import tree_leaves
 from lamella.lax import runtime, spmd_executor
 from lamella.lax.callbacks import CALLBACK_TARGETS
 from lamella.lax.lowering import (
+    aval_to_ir_type,
     constant,
     func,
     hlo,
@@ -287,9 +288,21 @@ def _call(exported: Exported, flat: Sequence[Any]) -> list[Any]:
                             f"expected {aval.str_short()}, got {g.str_short()}")
     shapes = tuple(tuple(g.shape) for g in given)
     if any(is_symbolic(a) for a in exported.in_avals):
-        _check_dimensions(exported, shapes)
-        exported = _specialized(exported, shapes)
+        values = _check_dimensions(exported, shapes)
+        if any(is_symbolic(g) for g in given):
+            # Called while exporting another polymorphic function: the module stays
+            # polymorphic, its result shapes in terms of the caller's dimensions.
+            exported = dataclasses.replace(
+                exported, in_avals=tuple(ShapedArray(g.shape, g.dtype) for g in given),
+                out_avals=tuple(ShapedArray(_substitute(a.shape, values), a.dtype)
+                                for a in exported.out_avals))
+        else:
+            exported = _specialized(exported, shapes)
     return call_exported_p.bind(*flat, exported=exported)
+
+
+def _substitute(shape: tuple, values: dict[str, Any]) -> tuple:
+    return tuple(d.evaluate(values) if isinstance(d, DimExpr) else d for d in shape)
 
 
 def _mesh_for(exported: Exported, flat: Sequence[Any]) -> Mesh:
@@ -365,9 +378,11 @@ def _call_over_devices(exported: Exported, flat: Sequence[Any]) -> list[Any]:
     return program(*[flat[i] for i in exported.module_kept_var_idx])
 
 
-def _check_dimensions(exported: Exported, shapes: tuple[tuple[int, ...], ...]) -> None:
-    """Solves the dimension variables from the argument sizes and checks that every
-    symbolic dimension and constraint holds, naming the one that does not."""
+def _check_dimensions(exported: Exported, shapes: tuple[tuple[Any, ...], ...]
+                      ) -> dict[str, Any]:
+    """Solves the dimension variables from the argument sizes (ints, or the caller's
+    symbolic dimensions) and checks that every symbolic dimension and constraint
+    holds, naming the one that does not. Returns the variables' values."""
     values: dict[str, int] = {}
     origin: dict[str, str] = {}
     for i, (aval, shape) in enumerate(zip(exported.in_avals, shapes)):
@@ -377,8 +392,9 @@ def _check_dimensions(exported: Exported, shapes: tuple[tuple[int, ...], ...]) -
                 values[name], origin[name] = n, f"args[{i}].shape[{axis}]"
     who = f"the exported function {exported.fun_name}"
     found = ", ".join(f"'{v}' = {n} from {origin[v]}" for v, n in values.items())
+    assertions = DisabledSafetyCheck.shape_assertions() not in exported.disabled_safety_checks
     for name, n in values.items():
-        if n < 1:
+        if assertions and n < 1:
             raise ValueError(f"{who}: expected value >= 1 for dimension variable '{name}', "
                              f"got {name} = {n} from {origin[name]}")
     scopes = {}
@@ -394,12 +410,13 @@ def _check_dimensions(exported: Exported, shapes: tuple[tuple[int, ...], ...]) -
             if d.evaluate(values) != n:
                 raise ValueError(f"{who}: args[{i}].shape[{axis}] is {n}, but the "
                                  f"specification '{d}' is {d.evaluate(values)} (with {found})")
-    for scope in scopes.values():
+    for scope in scopes.values() if assertions else ():
         for kind, diff, text in scope.constraints:
             value = diff.evaluate(values)
             if (value != 0) if kind == "==" else (value < 0):
                 raise ValueError(f"{who}: the arguments violate the symbolic shape "
                                  f"constraint {text} (with {found})")
+    return values
 
 
 # Shape-polymorphic Exporteds specialized to the argument shapes they were called with.
@@ -495,11 +512,16 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
         token = module_context.effect_tokens.get(block)
         operands.insert(1 if len(exported.platforms) > 1 else 0,
                         hlo.after_all([]) if token is None else token)
+    # A polymorphic callee takes (and gives) dynamic sizes where the caller's are known,
+    # or symbolic in the caller's own terms: convert to its types and back.
+    operands = [a if a.type == t else hlo.ConvertOp(t, a).result
+                for a, t in zip(operands, function_type.inputs)]
     call = func.CallOp(list(function_type.results), ir.FlatSymbolRefAttr.get(callee), operands)
     results = list(call.results)
     if exported.ordered_effects:
         module_context.effect_tokens[block] = results.pop(0)
-    return results
+    wanted = [aval_to_ir_type(a) for a in ctx.avals_out]
+    return [r if r.type == t else hlo.ConvertOp(t, r).result for r, t in zip(results, wanted)]
 
 
 register_lowering(call_exported_p, _lowering)
