@@ -89,5 +89,22 @@ def test_the_devices_must_be_there():
     other = make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
     with use_mesh(other), pytest.raises(ValueError, match="exported for a mesh"):
         exp.call(A, B)
-    with pytest.raises(NotImplementedError, match="eagerly"):
-        lc.jit(exp.call)(*_placed())
+    in_jit = lc.jit(lambda a, b: exp.call(a, b)[0])
+    with pytest.raises(ValueError, match="exported for 8 devices and is called in a context "
+                                         "with 1 devices"):
+        in_jit(A, B)
+
+
+def test_an_export_over_8_devices_is_called_inside_jit():
+    with open(os.path.join(DATA, "sharded_matmul.exported"), "rb") as f:
+        jax_exp = export.deserialize(f.read())
+    ours = export.deserialize(export.export(F)(A, B).serialize())
+    for exp in (jax_exp, ours):
+        _check_results(lc.jit(exp.call)(*_placed()), np.sin(A) @ B, A.sum())
+        g = lc.jit(lambda a, b, e=exp: e.call(a * 2, b)[0] + 1)
+        want = np.sin(A * 2) @ B + 1
+        out = g(*_placed())
+        assert out.sharding == OUT[0]  # the Exported's layout, carried on by propagation
+        np.testing.assert_allclose(np.asarray(out), want, rtol=2e-6, atol=1e-5)
+        with use_mesh(MESH):  # host values: the program runs on the current mesh
+            np.testing.assert_allclose(np.asarray(g(A, B)), want, rtol=2e-6, atol=1e-5)

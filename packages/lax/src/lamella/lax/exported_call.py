@@ -253,7 +253,7 @@ def _module_text(serialized: bytes) -> str:
         return module_to_string(_jax.mlir.deserialize_portable_artifact(serialized, context))
 
 
-def _check_callable(exported: Exported, platform: str, several_devices: bool = False) -> None:
+def _check_callable(exported: Exported, platform: str) -> None:
     who = f"the exported function {exported.fun_name}"
     if platform not in exported.platforms \
             and DisabledSafetyCheck.platform() not in exported.disabled_safety_checks:
@@ -268,13 +268,10 @@ def _check_callable(exported: Exported, platform: str, several_devices: bool = F
             and exported.mlir_module_serialized not in _callbacks_of:
         raise ValueError(f"{who} has effects {exported.ordered_effects} "
                          f"{exported.unordered_effects} whose callbacks are not in this process")
-    if exported.nr_devices != 1 and not several_devices:
-        raise ValueError(f"{who} was exported for {exported.nr_devices} devices; lamella calls "
-                         "it eagerly only, over a mesh of as many devices")
 
 
 def _call(exported: Exported, flat: Sequence[Any]) -> list[Any]:
-    if exported.nr_devices > 1:
+    if exported.nr_devices > 1 and not any(isinstance(x, Tracer) for x in flat):
         return _call_over_devices(exported, flat)
     _check_callable(exported, _default_platform())
     if len(flat) != len(exported.in_avals):
@@ -328,11 +325,7 @@ _programs_over_devices: dict[tuple, Any] = {}
 def _call_over_devices(exported: Exported, flat: Sequence[Any]) -> list[Any]:
     """Runs an Exported of several devices on a mesh of that many: arguments laid out as
     it was exported, results as its out shardings say (XLA's choice where None)."""
-    _check_callable(exported, _default_platform(), several_devices=True)
-    if any(isinstance(x, Tracer) for x in flat):
-        raise NotImplementedError(
-            f"the exported function {exported.fun_name} runs on {exported.nr_devices} devices:"
-            " lamella calls it eagerly, not inside a traced function (jit, grad, vmap)")
+    _check_callable(exported, _default_platform())
     if len(flat) != len(exported.in_avals):
         raise TypeError(f"{exported.fun_name} takes {len(exported.in_avals)} arrays, "
                         f"got {len(flat)}")
@@ -491,6 +484,8 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
                                                   module.context)
     if exported.ordered_effects or exported.unordered_effects:
         _reindex_callbacks(sub, exported, module_context)
+    if exported.nr_devices > 1:
+        _plain_boundary(sub)
     symbols = ir.SymbolTable(module.operation)
     base = "".join(c if c.isalnum() else "_" for c in f"call_exported_{exported.fun_name}")
     callee = merge_mlir_modules(module, base, sub, symbols)
@@ -500,6 +495,10 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
     if b"lapack_" in exported.mlir_module_serialized:
         runtime.register_lapack_targets()  # JAX's CPU linear algebra calls jaxlib's kernels
     operands = [args[i] for i in exported.module_kept_var_idx]
+    if exported.nr_devices > 1:
+        operands = _laid_out(operands, [exported._in_named_shardings[i] if
+                                        exported._in_named_shardings else None
+                                        for i in exported.module_kept_var_idx])
     if len(exported.platforms) > 1:
         # The platform index comes first, as i32 or i64 (JAX's x64 mode decides).
         platform = ctx.platform if ctx.platform != "gpu" else "cuda"
@@ -520,8 +519,42 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
     results = list(call.results)
     if exported.ordered_effects:
         module_context.effect_tokens[block] = results.pop(0)
+    if exported.nr_devices > 1:
+        results = _laid_out(results, exported._out_named_shardings or [None] * len(results))
     wanted = [aval_to_ir_type(a) for a in ctx.avals_out]
     return [r if r.type == t else hlo.ConvertOp(t, r).result for r, t in zip(results, wanted)]
+
+
+def _laid_out(values: Sequence[ir.Value], shardings: Sequence[Any]) -> list[ir.Value]:
+    """``values`` constrained to the Exported's layouts (None: as XLA chooses), as JAX
+    does around the call."""
+    out = []
+    for value, sharding in zip(values, shardings):
+        if sharding is not None:
+            ndim = ir.RankedTensorType(value.type).rank
+            op = hlo.CustomCallOp([value.type], [value], call_target_name="Sharding")
+            op.attributes["mhlo.sharding"] = ir.StringAttr.get(sharding.hlo_sharding_text(ndim))
+            value = op.results[0]
+        out.append(value)
+    return out
+
+
+def _plain_boundary(sub: ir.Module) -> None:
+    """An Exported's @main without layouts on its boundary (the call constrains its
+    operands and results instead), and without Shardy's mesh when nothing else uses it:
+    JAX's exports (Shardy) then merge into lamella's programs (XLA's sharding form)."""
+    main = ir.SymbolTable(sub.operation)["main"]
+    for name in ("arg_attrs", "res_attrs"):
+        if name in main.attributes:
+            main.attributes[name] = ir.ArrayAttr.get([
+                ir.DictAttr.get({a.name: a.attr for a in ir.DictAttr(d)
+                                 if a.name not in ("sdy.sharding", "mhlo.sharding")})
+                for d in ir.ArrayAttr(main.attributes[name])])
+    meshes = [op for op in sub.body.operations if op.name == "sdy.mesh"]
+    rest = "\n".join(str(op) for op in sub.body.operations if op.name != "sdy.mesh")
+    if meshes and "sdy." not in rest:
+        for op in meshes:
+            op.erase()
 
 
 register_lowering(call_exported_p, _lowering)

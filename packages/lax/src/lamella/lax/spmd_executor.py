@@ -18,7 +18,13 @@ import numpy as np
 
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr
 from lamella.core.jaxpr_builders import jaxprs_in_params
-from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec, sharding_constraint_p
+from lamella.core.sharding import (
+    Mesh,
+    NamedSharding,
+    PartitionSpec,
+    get_mesh,
+    sharding_constraint_p,
+)
 from lamella.lax import runtime
 from lamella.lax.callbacks import run_calling_host
 from lamella.lax.lowering import LoweredModule, ir, lower_closed_jaxpr
@@ -61,18 +67,32 @@ def _result_layouts(jaxpr: Jaxpr) -> dict[int, NamedSharding]:
     return {i: made_by[id(v)] for i, v in enumerate(jaxpr.outvars) if id(v) in made_by}
 
 
+def _exported_over_devices(jaxpr: Jaxpr, found: list) -> None:
+    """The calls of Exported functions over several devices: (name, device count)."""
+    for eqn in jaxpr.eqns:
+        exported = eqn.params.get("exported") if eqn.primitive.name == "call_exported" \
+            else None
+        if exported is not None and exported.nr_devices > 1:
+            found.append((exported.fun_name, exported.nr_devices))
+        for sub in jaxprs_in_params(eqn.params):
+            _exported_over_devices(sub, found)
+
+
 def _analysis(closed: ClosedJaxpr
               ) -> tuple[tuple[Mesh, ...], dict[int, NamedSharding], dict[int, NamedSharding],
-                         dict]:
-    """What the jaxpr says about devices (meshes, parameter and result layouts), and a
-    dict of the plans made for it so far; both live as long as `closed`."""
+                         dict, tuple]:
+    """What the jaxpr says about devices (meshes, parameter and result layouts, the
+    device counts of Exported functions it calls), and a dict of the plans made for it
+    so far; both live as long as `closed`."""
     entry = _meshes_of.get(id(closed))
     if entry is not None and entry[0]() is closed:
         return entry[1]
     found: list = []
     _walk(closed.jaxpr, found)
+    exported: list = []
+    _exported_over_devices(closed.jaxpr, exported)
     result = (tuple(dict.fromkeys(found)), _parameter_layouts(closed.jaxpr),
-              _result_layouts(closed.jaxpr), {})
+              _result_layouts(closed.jaxpr), {}, tuple(exported))
 
     key = id(closed)
 
@@ -117,6 +137,8 @@ def plan(closed: ClosedJaxpr, args: list) -> Plan | None:
     # names): those are told apart by identity (the key holds them alive).
     key = tuple((a._sharding, id(getattr(a._sharding, "named", None)), a._committed)
                 if type(a) is runtime.Array else None for a in args)
+    if _analysis(closed)[4]:  # an Exported over several devices may take the current mesh
+        key += (get_mesh(),)
     try:
         return plans[key]
     except KeyError:
@@ -128,6 +150,16 @@ def plan(closed: ClosedJaxpr, args: list) -> Plan | None:
 
 
 def _plan(closed: ClosedJaxpr, args: list) -> Plan | None:
+    made = _plan_devices(closed, args)
+    for name, count in _analysis(closed)[4]:
+        have = 1 if made is None else len(made.devices)
+        if have != count:  # JAX's error
+            raise ValueError(f"Function {name} was exported for {count} devices and is called "
+                             f"in a context with {have} devices, which is not allowed.")
+    return made
+
+
+def _plan_devices(closed: ClosedJaxpr, args: list) -> Plan | None:
     meshes = list(meshes_in(closed))
     spread: list = []
     committed: list = []
@@ -141,6 +173,10 @@ def _plan(closed: ClosedJaxpr, args: list) -> Plan | None:
                 meshes.append(sharding.named.mesh)
         elif a._committed:
             committed.append((i, a))
+    if not meshes and not spread and _analysis(closed)[4]:
+        current = get_mesh()  # an Exported over several devices runs on the current mesh
+        if current is not None and not current.empty:
+            meshes.append(current)
     if not meshes and not spread:
         default = runtime.default_device()
         if all(a._sharding._device == default for _, a in committed):
