@@ -269,7 +269,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     weak = dtype is None and aval.weak_type and ndim(fill) == 0
     dtype = aval.dtype if dtype is None else _dtype_or(dtype, aval.dtype, "full_like")
     fill = lax.convert_element_type(fill, dtype, weak)
-    return place(broadcast_to(fill, shape), device, out_sharding, "full_like")
+    return place(like_sharding(a, broadcast_to(fill, shape)), device, out_sharding, "full_like")
 
 
 # --- ranges ----------------------------------------------------------------------------

@@ -39,10 +39,11 @@ def place(x: Any, device: Any = None, out_sharding: Any = None, name: str = "") 
     """`x` laid out as `out_sharding` asks (a NamedSharding, or a PartitionSpec over the
     current mesh), or committed to `device` when given (a no-op while tracing, where
     placement is the caller's)."""
+    if device is not None and out_sharding is not None:
+        raise ValueError(f"Only one of `device` or `out_sharding` can be set. Got "
+                         f"device={device} and out_sharding={out_sharding}")
     sharding = out_sharding_of(name, out_sharding)
     if sharding is not None:
-        if device is not None:
-            raise ValueError(f"{name}: pass one of `device` and `out_sharding`, not both")
         return with_out_sharding(x, sharding)
     if device is None or isinstance(x, Tracer):
         return x
