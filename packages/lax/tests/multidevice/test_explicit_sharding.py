@@ -224,7 +224,7 @@ def _trace(f, *args):
     (lambda u, v: jnp.sort(u, 0), (("x",), ()), ShardingTypeError,
      r"Arguments to sort must be unsharded over the sorting dimension"),
     (lambda u, v: jnp.pad(u, ((1, 1), (0, 0))), (("x",), ()), ShardingTypeError,
-     r"pad on sharded dims where out dim \(10\) is not divisible by mesh axes \(4\) with "
+     r"padding on sharded dims where out dim \(10\) is not divisible by mesh axes \(4\) with "
      r"spec \(x\) is not implemented"),
     (lambda u, v: jnp.concatenate([u, v], 1), (("x",), (None, "y")), ShardingTypeError,
      r"All operands should have the same sharding"),

@@ -35,9 +35,9 @@ from lamella.core.dispatch import current_executor
 from lamella.core.primitive import Primitive
 
 __all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding",
-           "SingleDeviceSharding", "auto_axes", "explicit_axes", "get_abstract_mesh",
-           "get_mesh", "make_mesh", "reshard", "set_mesh", "use_mesh", "sharding_constraint_p",
-           "with_sharding_constraint"]
+           "ShardingTypeError", "SingleDeviceSharding", "auto_axes", "explicit_axes",
+           "get_abstract_mesh", "get_mesh", "make_mesh", "reshard", "set_mesh", "use_mesh",
+           "sharding_constraint_p", "with_sharding_constraint"]
 
 
 class AxisType(enum.Enum):
@@ -50,6 +50,11 @@ class AxisType(enum.Enum):
 
     def __repr__(self) -> str:
         return self.name
+
+
+class ShardingTypeError(Exception):
+    """A layout that explicit sharding cannot decide, or an illegal one (JAX's class of
+    the name): a contraction over a dimension split on both sides, mismatched operands."""
 
 
 class _Unconstrained:

@@ -27,7 +27,7 @@ from typing import Any
 
 from lamella.core.avals import ShapedArray, explicit_sharding
 from lamella.core.primitive import Primitive
-from lamella.core.sharding import AxisType, NamedSharding, PartitionSpec
+from lamella.core.sharding import AxisType, NamedSharding, PartitionSpec, ShardingTypeError
 
 Spec = tuple  # one entry per dimension: None, an axis name, or a tuple of axis names
 
@@ -35,10 +35,6 @@ sharding_rules: dict[Primitive, Callable[..., list[Spec]] | None] = {}
 """`sharding_rules[p](in_specs, in_avals, out_avals, **params) -> out specs`; None for a
 primitive whose abstract eval sets its results' shardings itself."""
 _NO_RULE = object()
-
-
-class ShardingTypeError(Exception):
-    """A sharding that types cannot decide or that is illegal (JAX's class of the name)."""
 
 
 def is_explicit(sharding: Any) -> bool:

@@ -206,8 +206,8 @@ def _select_n_rule(specs, in_avals, outs, **params):
 
 
 def _resized_dims_rule(name: str):
-    """slice, dynamic_slice, pad: a sharded dimension may change size only to a multiple
-    of its shards."""
+    """slice, dynamic_slice, pad (`name` as JAX's messages word it): a sharded dimension
+    may change size only to a multiple of its shards."""
     def rule(specs, in_avals, outs, **params):
         spec, mesh = specs[0], _mesh(in_avals)
         for d, (old, new) in enumerate(zip(in_avals[0].shape, outs[0].shape)):
@@ -325,8 +325,8 @@ def register_rules() -> None:
     put("split", _unsharded_along("axis", "split: the operand must be unsharded along the "
                                           "split axis {axis}, got {aval}"))
     put("concatenate", _concatenate_rule)
-    put("pad", _resized_dims_rule("pad"))
-    put("slice", _resized_dims_rule("slice"))
+    put("pad", _resized_dims_rule("padding"))
+    put("slice", _resized_dims_rule("slicing"))
     put("dynamic_slice", _resized_dims_rule("dynamic_slice"))
     put("dynamic_update_slice", _dynamic_update_slice_rule)
     put("optimization_barrier", _each_as_its_operand)
