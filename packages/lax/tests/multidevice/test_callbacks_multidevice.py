@@ -11,7 +11,7 @@ import lamella.core as lc
 import lamella.lax as lax
 import lamella.numpy  # noqa: F401  (operators on traced values)
 from lamella.core import io_callback, pure_callback, shard_map
-from lamella.core.sharding import Mesh, NamedSharding
+from lamella.core.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from lamella.core.sharding import PartitionSpec as P
 
 MESH = Mesh(np.array(lc.devices()[:8]), ("x",))
@@ -69,6 +69,33 @@ def test_debug_print_in_a_sharded_jit_prints_the_whole_value_once(capsys):
                           lc.debug.print("b={}", x[15], ordered=True), x)[2])
     g(X)
     assert capsys.readouterr().out == f"x={HOST}\na=0.0\nb=15.0\n"
+
+
+def test_a_callbacks_result_returned_as_it_is_is_replicated():
+    # JAX 0.10.2 fails here ("Cannot convert GSPMDSharding {maximal device=0} into
+    # SdyArray"); lamella gives the value replicated over the devices.
+    calls, record = _recorder()
+    for f in (lambda x: io_callback(record("a"), F32_16, x),
+              lambda x: pure_callback(record("p"), F32_16, x)):
+        out = lc.jit(f)(X)
+        assert out.sharding == NamedSharding(MESH, P())
+        np.testing.assert_array_equal(np.asarray(out), HOST * 2)
+        for shard in out.addressable_shards:
+            np.testing.assert_array_equal(np.asarray(shard.data), HOST * 2)
+    assert calls == [("a", HOST.tolist()), ("p", HOST.tolist())]
+
+
+def test_a_callback_runs_on_the_device_its_sharding_names():
+    calls, record = _recorder()
+    on_3 = SingleDeviceSharding(lc.devices()[3])
+    f = lc.jit(lambda x: io_callback(record("a"), F32_16, x, sharding=on_3) + 1)
+    assert "maximal device=3" in f.lower(X).as_text()
+    np.testing.assert_array_equal(np.asarray(f(X)), HOST * 2 + 1)
+    assert calls == [("a", HOST.tolist())]
+    g = lc.jit(lambda x: pure_callback(record("p"), F32_16, x, sharding=SPREAD))
+    with pytest.raises(NotImplementedError, match="pure_callback only supports "
+                                                  "SingleDeviceSharding"):  # JAX's refusal
+        g(X)
 
 
 def test_partitioned_debug_callback_sees_each_devices_part():

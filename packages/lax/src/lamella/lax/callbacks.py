@@ -37,11 +37,13 @@ from jaxlib import _jax
 from lamella.core import debug
 from lamella.core.callbacks import host_function, io_callback_p, pure_callback_p
 from lamella.core.effects import ordered_effects
+from lamella.core.sharding import SingleDeviceSharding
 from lamella.lax.lowering import LoweringRuleContext, aval_to_ir_type, hlo, ir, register_lowering
 from lamella.lax.runtime import Array, pytree_registry
 
-__all__ = ["CALLBACK_TARGETS", "callback_target", "called_by_xla", "emit_python_callback",
-           "mark_manual", "run_calling_host", "waiting_for_callbacks"]
+__all__ = ["CALLBACK_TARGETS", "DEVICE_ATTRIBUTE", "callback_target", "called_by_xla",
+           "emit_python_callback", "mark_device", "mark_manual", "run_calling_host",
+           "waiting_for_callbacks"]
 
 _TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback"}
 
@@ -61,10 +63,12 @@ def called_by_xla(function: Callable[..., tuple], takes_token: bool) -> Callable
 
 def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Sequence[Any]],
                          operands: Sequence[ir.Value], *, has_side_effect: bool,
-                         ordered: bool, partitioned: bool = False) -> list[ir.Value]:
+                         ordered: bool, partitioned: bool = False,
+                         sharding: Any = None) -> list[ir.Value]:
     """The custom call that calls `function(*operands)` on the host, for the rule
     context's result types; ordered calls are chained by the token of their block.
-    A `partitioned` call runs on every device with its part of the operands."""
+    A `partitioned` call runs on every device with its part of the operands; one with
+    a `sharding` (a SingleDeviceSharding) on that device."""
     module = ctx.module_context
     target = callback_target(ctx.platform, partitioned)
     result_types = [aval_to_ir_type(a) for a in ctx.avals_out]
@@ -86,6 +90,7 @@ def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Seque
     if partitioned:
         constrain_layouts(call)
     mark_manual(module, call)
+    mark_device(call, sharding, ctx.primitive.name)
     results = list(call.results)
     if ordered:
         module.effect_tokens[block] = results.pop(0)
@@ -118,6 +123,23 @@ def constrain_layouts(call: Any) -> None:
         return ir.ArrayAttr.get(out)
     call.attributes["operand_layouts"] = layouts([o.type for o in call.operands])
     call.attributes["result_layouts"] = layouts([r.type for r in call.results])
+
+
+DEVICE_ATTRIBUTE = "lamella.callback_device"
+"""The id of the device a callback was asked to run on (placed by the SPMD executor)."""
+
+
+def mark_device(call: Any, sharding: Any, name: str) -> None:
+    """Records on `call` the device `sharding` names (JAX's `sharding=` of a callback,
+    a SingleDeviceSharding: the callback runs there in a program over several devices)."""
+    if sharding is None:
+        return
+    if not isinstance(sharding, SingleDeviceSharding):
+        raise NotImplementedError(f"{name} only supports SingleDeviceSharding, but got "
+                                  f"{type(sharding)}")
+    device = next(iter(sharding.device_set))
+    call.attributes[DEVICE_ATTRIBUTE] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                           device.id)
 
 
 def mark_manual(module: Any, call: Any) -> None:
@@ -172,12 +194,12 @@ def waiting_for_callbacks(dispatcher: Callable[..., Any]) -> Callable[..., Any]:
 
 def _pure_callback_lowering(ctx, *args, callback, result_avals, sharding, vmap_method):
     return emit_python_callback(ctx, host_function(callback, result_avals, "pure_callback"),
-                                args, has_side_effect=False, ordered=False)
+                                args, has_side_effect=False, ordered=False, sharding=sharding)
 
 
 def _io_callback_lowering(ctx, *args, callback, result_avals, sharding, ordered):
     return emit_python_callback(ctx, host_function(callback, result_avals, "io_callback"),
-                                args, has_side_effect=True, ordered=ordered)
+                                args, has_side_effect=True, ordered=ordered, sharding=sharding)
 
 
 def _no_results(callback: Callable[..., Any]) -> Callable[..., tuple]:

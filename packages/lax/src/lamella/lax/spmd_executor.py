@@ -239,7 +239,7 @@ def annotate(lowered: LoweredModule, plan: Plan) -> None:
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(32), len(plan.devices))
         if lowered.host_callbacks:
-            _place_callbacks(module)
+            _place_callbacks(module, plan.devices)
 
 
 def _callback_calls(module: Any) -> list[Any]:
@@ -260,15 +260,38 @@ def _callback_calls(module: Any) -> list[Any]:
     return found
 
 
-def _place_callbacks(module: Any) -> None:
-    """Host callbacks outside a manual region run once, on the first device, with whole
-    values (as JAX's): XLA gathers their operands there and spreads their results."""
-    one = "{maximal device=0}"
+def _place_callbacks(module: Any, devices: tuple) -> None:
+    """Host callbacks outside a manual region run once with whole values (as JAX's): on
+    the device their `sharding=` names, else on the first; XLA gathers their operands
+    there and spreads their results."""
+    from lamella.lax.callbacks import DEVICE_ATTRIBUTE
+    positions = {d.id: i for i, d in enumerate(devices)}
     for op in _callback_calls(module):
+        position = 0
+        if DEVICE_ATTRIBUTE in op.attributes:
+            device = ir.IntegerAttr(op.attributes[DEVICE_ATTRIBUTE]).value
+            if device not in positions:
+                raise ValueError(f"a callback was asked to run on device {device}, which is "
+                                 f"not among the program's devices {sorted(positions)}")
+            position = positions[device]
         if "mhlo.sharding" not in op.attributes:
+            one = f"{{maximal device={position}}}"
             count = len(op.results)
             op.attributes["mhlo.sharding"] = ir.StringAttr.get(
                 one if count <= 1 else "{" + ", ".join([one] * count) + "}")
+
+
+def _replicate_results(module: Any, positions: list[int]) -> None:
+    """Marks those results of `module`'s main replicated."""
+    from lamella.lax import mlir_context
+    main = mlir_context.main_function(module)
+    with module.context:
+        count = len(main.type.results)
+        attrs = [{a.name: a.attr for a in ir.DictAttr(d)} for d in main.res_attrs] \
+            if "res_attrs" in main.attributes else [{} for _ in range(count)]
+        for i in positions:
+            attrs[i]["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
+        main.res_attrs = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in attrs])
 
 
 class _DeferredErrors:
@@ -322,12 +345,25 @@ class SpmdProgram:
         self.calls_host = bool(lowered.host_callbacks)
         annotate(lowered, plan)
         self._deferred = _DeferredErrors(lowered.module, lowered.host_callbacks)
+        self.executable = self._compile(compiler_options)
+        maximal = [i for i, s in enumerate(self.executable.out_shardings)
+                   if s._hlo_sharding.is_maximal()]
+        if maximal:
+            # A callback's result returned as it is would stay on the callback's device
+            # alone (JAX 0.10.2 fails on it: "Cannot convert GSPMDSharding {maximal
+            # device=0} into SdyArray"): such results are replicated instead.
+            _replicate_results(lowered.module, maximal)
+            self.executable = self._compile(compiler_options)
+
+    def _compile(self, compiler_options: tuple | None) -> Any:
+        lowered = self.lowered
         module = lowered.module
         from lamella.lax import mlir_context
         in_specs, _ = mlir_context.main_signature(module)
         donated = [i for i, d in enumerate(lowered.donated_invars) if d]
         self._named: dict = {}
-        self.executable = runtime.SpmdExecutable(
+        plan = self.plan
+        return runtime.SpmdExecutable(
             module, plan.devices, plan.in_shardings, lowered.name, in_specs,
             [a for a in lowered.out_avals], self._named_for, donated,
             dict(compiler_options or ()), self._deferred.callbacks)
