@@ -37,7 +37,7 @@ from jaxlib import _jax
 from lamella.core import debug
 from lamella.core.callbacks import host_function, io_callback_p, pure_callback_p
 from lamella.core.effects import ordered_effects
-from lamella.core.sharding import SingleDeviceSharding
+from lamella.core.sharding import AxisType, SingleDeviceSharding
 from lamella.lax.lowering import LoweringRuleContext, aval_to_ir_type, hlo, ir, register_lowering
 from lamella.lax.runtime import Array, pytree_registry
 
@@ -188,16 +188,33 @@ def waiting_for_callbacks(dispatcher: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def _only_fully_manual(ctx: LoweringRuleContext) -> None:
+    """pure_callback and io_callback run inside shard_map only where every mesh axis is
+    manual (as in JAX): where some stay Auto, XLA's partitioner would have to place the
+    call inside a manual subgroup itself, and it aborts the process instead."""
+    region = ctx.module_context.axis_context
+    if region is None:
+        return
+    auto = [n for n, t in zip(region.axis_names, region.axis_types) if t != AxisType.Manual]
+    if auto:
+        raise NotImplementedError(
+            "callbacks are only supported in spmd computations when all mesh axes are "
+            "partitioned manually (no partial automatic sharding). Here the mesh axes "
+            f"{auto} stay Auto: leave axis_names= out of shard_map, or name them in it.")
+
+
 # ---------------------------------------------------------------------------
 # The lowerings.
 
 
 def _pure_callback_lowering(ctx, *args, callback, result_avals, sharding, vmap_method):
+    _only_fully_manual(ctx)
     return emit_python_callback(ctx, host_function(callback, result_avals, "pure_callback"),
                                 args, has_side_effect=False, ordered=False, sharding=sharding)
 
 
 def _io_callback_lowering(ctx, *args, callback, result_avals, sharding, ordered):
+    _only_fully_manual(ctx)
     return emit_python_callback(ctx, host_function(callback, result_avals, "io_callback"),
                                 args, has_side_effect=True, ordered=ordered, sharding=sharding)
 
