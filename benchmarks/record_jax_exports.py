@@ -126,11 +126,13 @@ def _record_sharded(jax, jnp, named, spec, mesh, directory: str) -> None:
     b = np.arange(8, dtype=np.float32).reshape(4, 2) - 3
     exp = _export_module(jax).export(f)(a, b)
     with open(os.path.join(directory, "sharded_matmul.exported"), "wb") as file:
-        file.write(exp.serialize())
+        file.write(exp.serialize(vjp_order=1))
     placed = [jax.device_put(x, s) for x, s in zip((a, b), shardings["in_shardings"])]
-    outs = exp.call(*placed)
+    outs, pullback = jax.vjp(lambda *xs: tuple(exp.call(*xs)), *placed)
+    cts = pullback(tuple(_cotangents(outs)))
     np.savez(os.path.join(directory, "sharded_matmul.npz"), arg0=a, arg1=b,
-             out0=np.asarray(outs[0]), out1=np.asarray(outs[1]))
+             out0=np.asarray(outs[0]), out1=np.asarray(outs[1]),
+             ct0=np.asarray(cts[0]), ct1=np.asarray(cts[1]))
 
 
 def _export_module(lib):

@@ -77,6 +77,11 @@ def test_jax_exported_artifact_over_8_devices_runs_in_lamella():
     a = lc.device_put(data["arg0"], IN[0])
     b = lc.device_put(data["arg1"], IN[1])
     _check_results(exp.call(a, b), data["out0"], data["out1"])
+    assert exp.has_vjp()  # JAX serialized its VJP (over the same devices)
+    _, pullback = lc.vjp(lambda *xs: tuple(exp.call(*xs)), a, b)
+    cts = pullback((np.ones((8, 2), np.float32), np.float32(1)))
+    for ct, want in zip(cts, (data["ct0"], data["ct1"])):
+        np.testing.assert_allclose(np.asarray(ct), want, rtol=2e-6, atol=1e-5)
     with use_mesh(MESH):  # host values, laid out over the current mesh as exported
         _check_results(exp.call(data["arg0"], data["arg1"]), data["out0"], data["out1"])
 
