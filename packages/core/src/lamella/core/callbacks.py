@@ -14,6 +14,10 @@ when its results are unused, or in another order. `io_callback` has an effect
 program order), so it is never dropped. Neither is differentiable (wrap it in
 `custom_jvp`); under `vmap` a pure callback follows its `vmap_method`.
 
+In a program over several devices a callback runs once with whole values, on the
+device its `sharding` (a `SingleDeviceSharding`) names or else the first, as in
+JAX; inside `shard_map` or `pmap` it runs on every device with that device's part.
+
 >>> import numpy as np
 >>> from lamella.core import ShapeDtypeStruct, jit
 >>> out_type = ShapeDtypeStruct((3,), np.float32)

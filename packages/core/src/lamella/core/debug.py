@@ -6,7 +6,11 @@ and a `DebugEffect` (`OrderedDebugEffect` with `ordered=True`), so it is never
 dropped as dead code and a compiling backend calls it back from the running
 program. The values are those the program computes: under `vmap` the callback
 runs once per batch element, under `grad` it sees primal values (it is never
-differentiated), inside `scan` it runs once per iteration.
+differentiated), inside `scan` it runs once per iteration. In a program over
+several devices (as JAX's) it runs once, on the first device, with whole values;
+inside `shard_map` or `pmap`, or with `partitioned=True`, once per device with
+that device's part (in no particular order across devices). Unlike JAX 0.10.2,
+`ordered=True` is accepted there (it runs on one device, so its order holds).
 
 >>> import numpy as np
 >>> from lamella.core import jit, vmap
