@@ -3,6 +3,7 @@ jit a callback runs once, on the first device, with whole values; inside shard_m
 pmap (and for a partitioned debug callback) once per device with that device's part."""
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -192,6 +193,36 @@ def test_a_callbacks_exception_is_raised_not_a_hang():
     failing[0] = False  # the programs still run
     np.testing.assert_array_equal(np.asarray(f(X)), HOST * 2)
     np.testing.assert_array_equal(np.asarray(g(X)), HOST.reshape(8, 2).sum(0))
+
+
+def test_callbacks_from_4_threads_at_once():
+    # One thread's callback fails every time; the others' calls are not disturbed.
+    calls = []
+
+    def twice(v):
+        if v[1] == 0:
+            raise Boom("zero")
+        calls.append(v[1])
+        return v * 2
+
+    f = lc.jit(lambda x, k: pure_callback(twice, F32_16, x * k) + k)
+
+    def run(k):
+        outs = []
+        for _ in range(5):
+            try:
+                outs.append(np.asarray(f(X, np.float32(k))))
+            except Exception as error:  # XLA's error, carrying the callback's
+                outs.append(str(error))
+        return outs
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(run, range(4)))
+    assert all("Boom: zero" in out for out in results[0])
+    for k, outs in enumerate(results[1:], start=1):
+        for out in outs:
+            np.testing.assert_array_equal(out, HOST * k * 2 + k)
+    assert sorted(calls) == sorted([1.0, 2.0, 3.0] * 5)
 
 
 def test_ordered_io_callback_in_shard_map_keeps_each_devices_order():

@@ -10,6 +10,7 @@ the arguments.
 
 from __future__ import annotations
 
+import threading
 import traceback
 import weakref
 from typing import Any
@@ -310,6 +311,7 @@ class _DeferredErrors:
             zeros[index] = [None if str(r.type) == "!stablehlo.token"
                             else mlir_context.shape_and_dtype(r.type) for r in op.results]
         self.errors: list[BaseException] = []
+        self.lock = threading.Lock()
         self.callbacks = [self._keeping(c, zeros.get(i, [])) for i, c in enumerate(callbacks)]
 
     def _keeping(self, callback: Any, results: list) -> Any:
@@ -379,8 +381,10 @@ class SpmdProgram:
 
     def __call__(self, *args):
         if self.calls_host:
-            outs = run_calling_host(self.executable, args)
-            self._deferred.raise_first()
+            # One call at a time: a callback's kept exception belongs to the call running.
+            with self._deferred.lock:
+                outs = run_calling_host(self.executable, args)
+                self._deferred.raise_first()
             return outs
         return self.executable(*args)
 
