@@ -46,16 +46,19 @@ def array_aval(x: Any) -> ShapedArray:
     return x.aval if named is None else typed_aval(x.aval, named)
 
 
-def pin_typed_layouts(avals: Any, values: list) -> list:
+def pin_typed_layouts(avals: Any, values: list, region: Any = None) -> list:
     """`values` (an equation's lowered results), each one whose type is sharded wrapped
-    in a sharding annotation of that layout."""
+    in a sharding annotation of that layout; inside a manual region (`region`: its mesh,
+    manual axes typed Manual) the annotation is the region's manual-subgroup form."""
+    from lamella.lax.shard_map import manual_region_sharding
     out = []
     for aval, value in zip(avals, values):
         sharding = getattr(aval, "sharding", None)
-        if sharding is not None:
+        text = None if sharding is None else sharding.hlo_sharding_text(len(aval.shape)) \
+            if region is None else manual_region_sharding(region, sharding, len(aval.shape))
+        if text is not None:
             op = hlo.CustomCallOp([value.type], [value], call_target_name="Sharding")
-            op.attributes["mhlo.sharding"] = ir.StringAttr.get(
-                sharding.hlo_sharding_text(len(aval.shape)))
+            op.attributes["mhlo.sharding"] = ir.StringAttr.get(text)
             value = op.results[0]
         out.append(value)
     return out

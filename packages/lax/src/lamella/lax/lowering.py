@@ -288,7 +288,7 @@ def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
         outs = ir_tree_registry.leaves(outs)
         if explicit_sharding.on:  # a value whose type is sharded is pinned to that layout
             from lamella.lax.explicit_sharding import pin_typed_layouts
-            outs = pin_typed_layouts(rule_ctx.avals_out, outs)
+            outs = pin_typed_layouts(rule_ctx.avals_out, outs, ctx.axis_context)
         if len(outs) != len(eqn.outvars):
             raise ValueError(f"lowering rule for '{eqn.primitive.name}' returned {len(outs)} "
                              f"values for {len(eqn.outvars)} outputs")

@@ -37,7 +37,7 @@ from lamella.core import ShapedArray, ad, batching, partial_eval
 from lamella.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from lamella.core.primitive import Primitive
 from lamella.core.rules import Zero, instantiate_zeros, is_undefined_primal
-from lamella.core.sharding import AxisType, Mesh, PartitionSpec, get_mesh
+from lamella.core.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, get_mesh
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import set_current_trace
 from lamella.core.trace_queries import extend_axis_env
@@ -48,7 +48,7 @@ from lamella.lax.arithmetic import div
 from lamella.lax.lowering import hlo, ir, register_lowering
 from lamella.lax.shapes import reshape
 
-__all__ = ["shard_map", "shard_map_p"]
+__all__ = ["manual_region_sharding", "shard_map", "shard_map_p", "subgroup_sharding"]
 
 Spec = tuple  # one tuple of mesh axis names per dimension
 
@@ -316,6 +316,35 @@ def subgroup_sharding(mesh: Mesh, spec: Spec, manual: frozenset) -> str:
     if kinds == ["replicated"]:
         return text + " last_tile_dim_replicate}"
     return text + (" last_tile_dims={" + ", ".join(kinds) + "}" if kinds else "") + "}"
+
+
+def manual_region_sharding(region: Mesh, sharding: NamedSharding, ndim: int) -> str | None:
+    """The annotation (HloSharding text) that lays a value out as `sharding` says inside a
+    manual region (shard_map's, pmap's) whose mesh `region` types its manual axes Manual;
+    None: nothing to say. Every annotation written there must be one of these: XLA aborts
+    the process on any other. It can split the block only over the axes that stay Auto
+    (a manual-subgroup sharding); where every axis is manual, a layout naming no axis
+    says nothing, and naming a manual axis is an error."""
+    manual = frozenset(n for n, t in zip(region.axis_names, region.axis_types)
+                       if t == AxisType.Manual)
+    spec = sharding.spec._normalized(ndim)
+    named = [n for names in spec for n in names]
+    if any(n in manual or n not in region.axis_names for n in named):
+        raise ValueError(
+            "The spec of NamedSharding passed to with_sharding_constraint can only refer to "
+            f"Auto axes of the mesh. Got spec={sharding.spec!r} and mesh="
+            f"{region.abstract_mesh!r}. You probably meant to use `reshard` API? (Inside "
+            f"shard_map the axes {sorted(manual, key=region.axis_names.index)} are manual: "
+            "each device already holds its own block along them.)")
+    if named and (sharding.mesh.shape != region.shape or any(
+            a.id != b.id for a, b in zip(sharding.mesh.devices.flat, region.devices.flat))):
+        raise ValueError(
+            f"with_sharding_constraint inside shard_map: the sharding's mesh "
+            f"{sharding.mesh._short()} is not the mesh of the enclosing shard_map "
+            f"{region._short()}")
+    if len(manual) == len(region.axis_names):
+        return None
+    return subgroup_sharding(region, spec, manual)
 
 
 def _sharding_call(value: ir.Value, result_type: ir.Type, target: str, sharding: str,
