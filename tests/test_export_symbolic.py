@@ -129,6 +129,11 @@ FAMILIES = {
                          lambda x: Y4 * x + x),
     "where and select": (lambda x: jnp.where(x > 0, x, 0.1 * x) + jnp.sign(x),
                          lambda x: np.where(x > 0, x, 0.1 * x) + np.sign(x)),
+    "clamp, select_n and integers": (
+        lambda x: lax.clamp(-0.5, x, 0.5) + lax.select_n(x.sum() > 0, x, -x)
+        + ((x * 10).astype(jnp.int32) // 3 % 5).astype(jnp.float32),
+        lambda x: np.clip(x, -0.5, 0.5) + (-x if x.sum() > 0 else x)
+        + (np.trunc(x.astype(np.float32) * 10).astype(np.int32) // 3 % 5)),
     "softmax": (lambda x: jnp.exp(x - x.max(axis=1, keepdims=True))
                 / jnp.exp(x - x.max(axis=1, keepdims=True)).sum(1, keepdims=True),
                 lambda x: np.exp(x - x.max(1, keepdims=True))

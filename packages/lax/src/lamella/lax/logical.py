@@ -8,6 +8,7 @@ import numpy as np
 from lamella.core import ShapedArray, ad, batching
 from lamella.core.structural import broadcast_in_dim
 from lamella.core.trace import aval_of
+from lamella.lax import symbolic_lowering
 from lamella.lax.lowering import constant, hlo, register_lowering
 from lamella.lax.mlir_context import dtype_of, ir
 from lamella.lax.standard import (
@@ -110,21 +111,17 @@ def _select_n_abstract_eval(which: ShapedArray, *cases: ShapedArray) -> ShapedAr
 def _select_n_lowering(ctx, which, *cases):
     out_type = cases[0].type
     if ctx.avals_in[0].shape != ctx.avals_out[0].shape:
-        which = hlo.broadcast_in_dim(_with_shape(which, ctx.avals_out[0].shape), which, [])
+        which = symbolic_lowering.splat(cases[0], which)
     if ctx.avals_in[0].dtype == np.dtype(bool):
         return [hlo.select(which, cases[1], cases[0]) if len(cases) == 2 else cases[0]]
     return [_select_tree(which, list(cases), 0, out_type)]
-
-
-def _with_shape(value, shape):
-    return ir.RankedTensorType.get(list(shape), value.type.element_type)
 
 
 def _select_tree(which, cases, offset, out_type):
     if len(cases) == 1:
         return cases[0]
     half = len(cases) // 2
-    pivot = hlo.broadcast_in_dim(which.type, constant(np.int32(offset + half)), [])
+    pivot = symbolic_lowering.splat(which, constant(np.int32(offset + half)))
     is_low = hlo.compare(which, pivot, hlo.ComparisonDirectionAttr.get("LT"),
                          compare_type=hlo.ComparisonTypeAttr.get("SIGNED"))
     return hlo.select(is_low, _select_tree(which, cases[:half], offset, out_type),
@@ -190,7 +187,7 @@ def _clamp_abstract_eval(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> Sh
 def _clamp_lowering(ctx, lo, x, hi):
     shape = ctx.avals_out[0].shape
     lo, hi = (b if ctx.avals_in[i].shape == shape
-              else hlo.broadcast_in_dim(x.type, b, []) for i, b in ((0, lo), (2, hi)))
+              else symbolic_lowering.splat(x, b) for i, b in ((0, lo), (2, hi)))
     if dtype_of(x).kind == "c":
         return [complex_choose(complex_choose(x, lo, "GT"), hi, "LT")]
     return [hlo.clamp(lo, x, hi)]
