@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-
 from harness import Row, compare, jax_or_none, pick
 
 import lamella.core as lc
