@@ -86,6 +86,22 @@ def test_jax_exported_artifact_over_8_devices_runs_in_lamella():
         _check_results(exp.call(data["arg0"], data["arg1"]), data["out0"], data["out1"])
 
 
+def test_jax_exported_shard_map_runs_in_lamella():
+    # JAX's module holds a Shardy manual region; its Exported gives no shardings.
+    with open(os.path.join(DATA, "shard_map_psum.exported"), "rb") as f:
+        exp = export.deserialize(f.read())
+    data = np.load(os.path.join(DATA, "shard_map_psum.npz"))
+    assert exp.nr_devices == 8 and exp.in_shardings_hlo == (None,)
+    x = lc.device_put(data["arg0"], NamedSharding(MESH, P(("x", "y"))))
+    parts = data["arg0"].reshape(8, 2)  # each device's part; psum adds them elementwise
+    want = (parts * np.sin(parts).sum(0)).ravel()
+    np.testing.assert_allclose(data["out0"], want, rtol=1e-5)
+    for out in (exp.call(x), lc.jit(lambda v: exp.call(v) * 2)(x) / 2):
+        np.testing.assert_allclose(np.asarray(out), data["out0"], rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(exp.call(lc.device_put(data["arg0"], IN[0].with_spec(
+        P())))), data["out0"], rtol=2e-6, atol=1e-6)  # replicated: laid out as XLA chose
+
+
 def test_the_devices_must_be_there():
     exp = export.export(F)(A, B)
     with pytest.raises(ValueError, match="exported for 8 devices and is called in a context "

@@ -331,35 +331,19 @@ def _call_over_devices(exported: Exported, flat: Sequence[Any]) -> list[Any]:
                         f"got {len(flat)}")
     mesh = _mesh_for(exported, flat)
     devices = mesh._flat_devices
+    kept = exported.module_kept_var_idx
     in_named = exported._in_named_shardings or (None,) * len(flat)
     out_named = exported._out_named_shardings or (None,) * len(exported.out_avals)
     replicated = NamedSharding(mesh, PartitionSpec())
     in_shardings = []
-    for a, s in zip(exported.in_avals, in_named):
-        named = replicated if s is None else s.on(mesh)
-        in_shardings.append(runtime.mesh_sharding(devices, named.hlo_sharding_text(len(a.shape)),
-                                                  named))
+    for i in kept:
+        named = replicated if in_named[i] is None else in_named[i].on(mesh)
+        in_shardings.append(runtime.mesh_sharding(
+            devices, named.hlo_sharding_text(len(exported.in_avals[i].shape)), named))
     key = (exported.mlir_module_serialized, devices, mesh.axis_names)
     program = _programs_over_devices.get(key)
     if program is None:
-        by_text = {s.hlo_sharding_text(len(a.shape)): s.on(mesh)
-                   for s, a in zip(out_named, exported.out_avals) if s is not None}
-
-        def out_named_for(hlo: Any, ndim: int) -> Any:
-            for text, named in by_text.items():
-                if xc.HloSharding.from_string(text) == hlo:
-                    return named
-            return spmd_executor._match(mesh, hlo, ndim)
-
-        context = make_ir_context()
-        with context:
-            module = _jax.mlir.deserialize_portable_artifact(exported.mlir_module_serialized,
-                                                             context)
-        if b"lapack_" in exported.mlir_module_serialized:
-            runtime.register_lapack_targets()
-        specs = [(tuple(a.shape), np.dtype(a.dtype)) for a in exported.in_avals]
-        program = runtime.SpmdExecutable(module, devices, in_shardings, exported.fun_name,
-                                         specs, list(exported.out_avals), out_named_for)
+        program = _program_over_devices(exported, mesh, in_shardings, out_named)
         if len(_programs_over_devices) > 64:
             _programs_over_devices.pop(next(iter(_programs_over_devices)))
         _programs_over_devices[key] = program
@@ -368,7 +352,43 @@ def _call_over_devices(exported: Exported, flat: Sequence[Any]) -> list[Any]:
         if (g.dtype, tuple(g.shape)) != (aval.dtype, tuple(aval.shape)):
             raise TypeError(f"argument {i} of the exported function {exported.fun_name}: "
                             f"expected {aval.str_short()}, got {g.str_short()}")
-    return program(*[flat[i] for i in exported.module_kept_var_idx])
+    return program(*[flat[i] for i in kept])
+
+
+def _program_over_devices(exported: Exported, mesh: Mesh, in_shardings: list,
+                          out_named: Sequence[Any]) -> Any:
+    """The Exported's module compiled for ``mesh``'s devices; an argument exported with
+    no sharding is laid out as XLA chose for it (what the module's own annotations,
+    e.g. a shard_map's, imply)."""
+    devices = mesh._flat_devices
+    by_text = {s.hlo_sharding_text(len(a.shape)): s.on(mesh)
+               for s, a in zip(out_named, exported.out_avals) if s is not None}
+
+    def named_for(hlo: Any, ndim: int) -> Any:
+        for text, named in by_text.items():
+            if xc.HloSharding.from_string(text) == hlo:
+                return named
+        return spmd_executor._match(mesh, hlo, ndim)
+
+    context = make_ir_context()
+    with context:
+        module = _jax.mlir.deserialize_portable_artifact(exported.mlir_module_serialized,
+                                                         context)
+    if b"lapack_" in exported.mlir_module_serialized:
+        runtime.register_lapack_targets()
+    kept = exported.module_kept_var_idx
+    specs = [(tuple(exported.in_avals[i].shape), np.dtype(exported.in_avals[i].dtype))
+             for i in kept]
+    program = runtime.SpmdExecutable(module, devices, in_shardings, exported.fun_name,
+                                     specs, list(exported.out_avals), named_for)
+    chosen = program.xla_executable.get_parameter_shardings()
+    named_in = exported._in_named_shardings or (None,) * len(exported.in_avals)
+    for position, (i, proto) in enumerate(zip(kept, chosen or ())):
+        if named_in[i] is None:
+            hlo = xc.HloSharding.from_proto(proto)
+            program.in_shardings[position] = runtime.spmd.with_hlo(
+                devices, hlo, named_for(hlo, len(exported.in_avals[i].shape)))
+    return program
 
 
 def _check_dimensions(exported: Exported, shapes: tuple[tuple[Any, ...], ...]
