@@ -107,9 +107,14 @@ def test_the_devices_must_be_there():
     with pytest.raises(ValueError, match="exported for 8 devices and is called in a context "
                                          "with 1 devices"):
         exp.call(A, B)  # as JAX: host values and no mesh
+    # Over a mesh of other axes, as JAX: its devices arranged as the exported mesh.
     other = make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
-    with use_mesh(other), pytest.raises(ValueError, match="exported for a mesh"):
-        exp.call(A, B)
+    with use_mesh(other):
+        outs = exp.call(A, B)
+    assert outs[0].sharding.mesh.axis_sizes == (4, 2)
+    assert outs[0].sharding.mesh._flat_devices == other._flat_devices
+    assert outs[0].sharding.spec == P("x", "y")
+    np.testing.assert_allclose(np.asarray(outs[0]), np.sin(A) @ B, rtol=2e-6, atol=1e-6)
     in_jit = lc.jit(lambda a, b: exp.call(a, b)[0])
     with pytest.raises(ValueError, match="exported for 8 devices and is called in a context "
                                          "with 1 devices"):

@@ -36,7 +36,7 @@ from lamella.core.export import (
 )
 from lamella.core.export.exported import _operations
 from lamella.core.export.serialization import AbstractNamedSharding, hlo_shardings
-from lamella.core.sharding import Mesh, NamedSharding, PartitionSpec, get_mesh
+from lamella.core.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, get_mesh
 from lamella.core.trace import Tracer
 from lamella.core.tree_util import tree_leaves
 from lamella.lax import runtime, spmd_executor
@@ -54,6 +54,7 @@ from lamella.lax.lowering import (
 )
 from lamella.lax.mlir_context import ir
 from lamella.lax.shapes import index_in_dim
+from lamella.lax.shard_map import manual_region_sharding, subgroup_sharding
 from lamella.lax.stacking import stack
 from lamella.lax.standard import standard_primitive
 
@@ -330,6 +331,10 @@ def _call_over_devices(exported: Exported, flat: Sequence[Any]) -> list[Any]:
         raise TypeError(f"{exported.fun_name} takes {len(exported.in_avals)} arrays, "
                         f"got {len(flat)}")
     mesh = _mesh_for(exported, flat)
+    exported_mesh = next((s for s in (*exported._in_named_shardings,
+                                      *exported._out_named_shardings) if s is not None), None)
+    if exported_mesh is not None:  # the same devices, arranged as the exported mesh
+        mesh = exported_mesh.on(mesh).mesh
     devices = mesh._flat_devices
     kept = exported.module_kept_var_idx
     in_named = exported._in_named_shardings or (None,) * len(flat)
@@ -504,8 +509,11 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
                                                   module.context)
     if exported.ordered_effects or exported.unordered_effects:
         _reindex_callbacks(sub, exported, module_context)
+    region = module_context.axis_context
     if exported.nr_devices > 1:
         _plain_boundary(sub)
+        if region is not None:
+            _into_manual_region(sub, region, exported.fun_name)
     symbols = ir.SymbolTable(module.operation)
     base = "".join(c if c.isalnum() else "_" for c in f"call_exported_{exported.fun_name}")
     callee = merge_mlir_modules(module, base, sub, symbols)
@@ -518,7 +526,7 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
     if exported.nr_devices > 1:
         operands = _laid_out(operands, [exported._in_named_shardings[i] if
                                         exported._in_named_shardings else None
-                                        for i in exported.module_kept_var_idx])
+                                        for i in exported.module_kept_var_idx], region)
     if len(exported.platforms) > 1:
         # The platform index comes first, as i32 or i64 (JAX's x64 mode decides).
         platform = ctx.platform if ctx.platform != "gpu" else "cuda"
@@ -540,23 +548,63 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
     if exported.ordered_effects:
         module_context.effect_tokens[block] = results.pop(0)
     if exported.nr_devices > 1:
-        results = _laid_out(results, exported._out_named_shardings or [None] * len(results))
+        results = _laid_out(results, exported._out_named_shardings or [None] * len(results),
+                            region)
     wanted = [aval_to_ir_type(a) for a in ctx.avals_out]
     return [r if r.type == t else hlo.ConvertOp(t, r).result for r, t in zip(results, wanted)]
 
 
-def _laid_out(values: Sequence[ir.Value], shardings: Sequence[Any]) -> list[ir.Value]:
+def _laid_out(values: Sequence[ir.Value], shardings: Sequence[Any],
+              region: Mesh | None = None) -> list[ir.Value]:
     """``values`` constrained to the Exported's layouts (None: as XLA chooses), as JAX
-    does around the call."""
+    does around the call; inside a manual region (`region`), in the region's form."""
     out = []
     for value, sharding in zip(values, shardings):
         if sharding is not None:
             ndim = ir.RankedTensorType(value.type).rank
-            op = hlo.CustomCallOp([value.type], [value], call_target_name="Sharding")
-            op.attributes["mhlo.sharding"] = ir.StringAttr.get(sharding.hlo_sharding_text(ndim))
-            value = op.results[0]
+            text = sharding.hlo_sharding_text(ndim) if region is None else \
+                manual_region_sharding(region, sharding, ndim)
+            if text is not None:
+                op = hlo.CustomCallOp([value.type], [value], call_target_name="Sharding")
+                op.attributes["mhlo.sharding"] = ir.StringAttr.get(text)
+                value = op.results[0]
         out.append(value)
     return out
+
+
+def _into_manual_region(sub: ir.Module, region: Mesh, name: str) -> None:
+    """An Exported over several devices called inside a manual region (shard_map's,
+    pmap's), whose mesh `region` types its manual axes Manual: XLA aborts the process on
+    any annotation there but the region's own, so the callee's replicated layouts become
+    the region's (each device holds its block whole along the manual axes) and a layout
+    that splits values over devices is an error, as in JAX."""
+    manual = frozenset(n for n, t in zip(region.axis_names, region.axis_types)
+                       if t == AxisType.Manual)
+
+    def visit(op: Any) -> None:
+        for inner in op.regions:
+            for block in inner.blocks:
+                for child in block.operations:
+                    visit(child.operation)
+        if op.name.startswith("sdy."):
+            raise ValueError(f"{name}, exported over several devices, lays values out with "
+                             f"Shardy ({op.name}), which cannot be called inside shard_map")
+        if "mhlo.sharding" not in op.attributes or len(op.results) != 1:
+            if "mhlo.sharding" in op.attributes:
+                raise ValueError(f"{name}, exported over several devices, cannot be called "
+                                 "inside shard_map: it places values on devices itself")
+            return
+        text = ir.StringAttr(op.attributes["mhlo.sharding"]).value
+        if not xc.HloSharding.from_string(text).is_replicated():
+            raise ValueError(
+                f"{name}, exported over several devices, cannot be called inside shard_map: "
+                f"it splits a value over the devices ({text}), and inside shard_map each "
+                "device holds its own block")
+        rank = ir.RankedTensorType(op.results[0].type).rank
+        op.attributes["mhlo.sharding"] = ir.StringAttr.get(
+            subgroup_sharding(region, ((),) * rank, manual))
+
+    visit(sub.operation)
 
 
 def _plain_boundary(sub: ir.Module) -> None:

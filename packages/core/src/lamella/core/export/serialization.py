@@ -190,12 +190,15 @@ class AbstractNamedSharding:
                                for e in self.spec])
 
     def on(self, mesh: Any) -> Any:
-        """This sharding over ``mesh`` (of the same axis names and sizes)."""
-        from lamella.core.sharding import NamedSharding
+        """This sharding over ``mesh``'s devices: over ``mesh`` itself when its axes are
+        the exported ones, else over a mesh of the exported axes made of its devices in
+        order (as JAX lays out a call over other devices)."""
+        from lamella.core.sharding import AxisType, Mesh, NamedSharding
         if (tuple(mesh.axis_names), tuple(mesh.axis_sizes)) != (self.axis_names,
                                                                 self.axis_sizes):
-            raise ValueError(f"the function was exported for a mesh {self._mesh_text()}, "
-                             f"called over a mesh {dict(zip(mesh.axis_names, mesh.axis_sizes))}")
+            grid = np.empty(self.axis_sizes, dtype=object)
+            grid.flat[:] = list(mesh._flat_devices)
+            mesh = Mesh(grid, self.axis_names, tuple(AxisType[t] for t in self.axis_types))
         return NamedSharding(mesh, self.partition_spec())
 
     def hlo_sharding_text(self, ndim: int) -> str:
@@ -208,9 +211,6 @@ class AbstractNamedSharding:
         for i, index in enumerate(np.ndindex(*self.axis_sizes)):
             grid[index] = types.SimpleNamespace(id=i)
         return self.on(Mesh(grid, self.axis_names)).hlo_sharding_text(ndim)
-
-    def _mesh_text(self) -> str:
-        return str(dict(zip(self.axis_names, self.axis_sizes)))
 
 
 def hlo_shardings(named: Sequence[Any], avals: Sequence[Any]) -> tuple[Any, ...]:
