@@ -38,9 +38,9 @@ __all__ = ["DimExpr", "InconclusiveDimensionOperation", "SymbolicScope", "all_di
 
 DimSize = Union[int, "DimExpr"]
 
-_HELP = ("\n\nThis error arises for comparison operations with shapes that are non-constant, "
-         "and the result of the operation cannot be represented as a boolean value for all "
-         "values of the symbolic dimensions involved.\n")
+_HELP = ("\n\nThe answer differs between values of the dimension variables. Compare only "
+         "what holds for every size, or state what you know as a constraint "
+         "(symbolic_shape(..., constraints=['b >= 4'])).")
 
 
 class InconclusiveDimensionOperation(_CoreInconclusive):
@@ -381,7 +381,9 @@ class DimExpr:
 
     def bounds(self) -> tuple[float, float]:
         """Lower and upper bounds over every admissible value of the variables."""
-        lo_total = sum(self._term_bounds(t, c)[0] for t, c in _dominated(self._terms).items())
+        nonnegative = lambda term: self._term_bounds(term, 1)[0] >= 0  # noqa: E731
+        lo_total = sum(self._term_bounds(t, c)[0]
+                       for t, c in _dominated(self._terms, nonnegative).items())
         hi_total = sum(self._term_bounds(t, c)[1] for t, c in self._terms)
         return lo_total, hi_total
 
@@ -445,13 +447,14 @@ def _exact_division(e: DimExpr, divisor: DimExpr) -> DimSize | None:
     return DimExpr._normalized(out, e._scope)
 
 
-def _dominated(terms: Sequence[tuple[_Term, int]]) -> dict[_Term, int]:
-    """Terms with the same lower bound or a higher one: a negative term ``-c*m`` is
-    absorbed by a positive ``c2*m*v`` (``v`` a product of variables, so ``m*v >= m``),
-    e.g. ``b^2 - b >= 0``."""
+def _dominated(terms: Sequence[tuple[_Term, int]],
+               nonnegative: Callable[[_Term], bool]) -> dict[_Term, int]:
+    """Terms with the same lower bound or a higher one: a negative term ``-c*m`` with
+    ``m >= 0`` is absorbed by a positive ``c2*m*v`` (``v`` a product of variables, so
+    ``m*v >= m``), e.g. ``b^2 - b >= 0``."""
     out = dict(terms)
     for term, c in terms:
-        if c >= 0 or out.get(term, 0) >= 0:
+        if c >= 0 or out.get(term, 0) >= 0 or not nonnegative(term):
             continue
         for other, c2 in list(out.items()):
             if c2 <= 0 or other == term or not _divides_by_variables(term, other):
