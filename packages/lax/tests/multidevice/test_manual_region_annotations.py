@@ -18,6 +18,7 @@ import pytest
 import lamella.core as lc
 import lamella.lax as lax
 import lamella.numpy as jnp
+from lamella.core import export
 from lamella.core.sharding import AxisType, NamedSharding, P, make_mesh, reshard, set_mesh
 
 MESH = make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
@@ -155,6 +156,30 @@ def test_reshard_and_out_sharding_over_the_explicit_axes_of_a_partial_region():
 
 
 # ---------------------------------------------------------------------------
+# An Exported over several devices called in a manual region
+
+
+def _exported_doubling(spec):
+    sharding = NamedSharding(MESH, spec)
+    return export.export(lc.jit(lambda v: v * 2, in_shardings=sharding,
+                                out_shardings=sharding))(lc.ShapeDtypeStruct((2, 2), np.float32))
+
+
+@pytest.mark.parametrize("axis_names", [frozenset(), {"x"}])
+def test_an_exported_with_replicated_layouts_runs_on_each_block(axis_names):
+    # As in JAX: its layouts become "each device holds its block whole".
+    got = lc.jit(_mapped(_exported_doubling(P()).call, axis_names))(X)
+    np.testing.assert_array_equal(np.asarray(got), X * 2)
+
+
+@pytest.mark.parametrize("axis_names", [frozenset(), {"x"}])
+def test_an_exported_that_splits_values_over_devices_is_an_error_in_a_region(axis_names):
+    # JAX fails too (a ValueError from Shardy's verifier).
+    with pytest.raises(ValueError, match="cannot be called inside shard_map: it splits"):
+        lc.jit(_mapped(_exported_doubling(P("y")).call, axis_names))(X)
+
+
+# ---------------------------------------------------------------------------
 # Host callbacks
 
 
@@ -201,6 +226,7 @@ def test_debug_callbacks_in_a_partial_region_see_the_blocks():
 CHILD = """
 import numpy as np
 import lamella.core as lc, lamella.lax as lax, lamella.numpy as jnp
+from lamella.core import export
 from lamella.core.sharding import AxisType, NamedSharding, P, make_mesh, reshard, set_mesh
 
 mesh = make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto, AxisType.Auto))
@@ -241,6 +267,13 @@ explicit = make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Explicit, AxisType
 with set_mesh(explicit):
     xs = lc.device_put(x, NamedSharding(explicit, P("x")))
     expect(lc.jit(mapped(lambda b: reshard(b * 2, P(None, "y")), {"x"}, explicit))(xs), x * 2)
+print("exported_in_region", flush=True)
+from lamella.core import export
+exp = export.export(lc.jit(lambda v: v * 2, in_shardings=NamedSharding(mesh, P()),
+                           out_shardings=NamedSharding(mesh, P())))(
+    lc.ShapeDtypeStruct((2, 2), np.float32))
+expect(lc.jit(mapped(exp.call))(x), x * 2)
+expect(lc.jit(mapped(exp.call, {"x"}))(x), x * 2)
 print("done", flush=True)
 """
 

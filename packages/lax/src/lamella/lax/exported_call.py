@@ -54,7 +54,7 @@ from lamella.lax.lowering import (
 )
 from lamella.lax.mlir_context import ir
 from lamella.lax.shapes import index_in_dim
-from lamella.lax.shard_map import manual_region_sharding, subgroup_sharding
+from lamella.lax.shard_map import subgroup_sharding
 from lamella.lax.stacking import stack
 from lamella.lax.standard import standard_primitive
 
@@ -526,7 +526,8 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
     if exported.nr_devices > 1:
         operands = _laid_out(operands, [exported._in_named_shardings[i] if
                                         exported._in_named_shardings else None
-                                        for i in exported.module_kept_var_idx], region)
+                                        for i in exported.module_kept_var_idx],
+                             region, exported.fun_name)
     if len(exported.platforms) > 1:
         # The platform index comes first, as i32 or i64 (JAX's x64 mode decides).
         platform = ctx.platform if ctx.platform != "gpu" else "cuda"
@@ -549,38 +550,48 @@ def _lowering(ctx: Any, *args: ir.Value, exported: Exported) -> list[ir.Value]:
         module_context.effect_tokens[block] = results.pop(0)
     if exported.nr_devices > 1:
         results = _laid_out(results, exported._out_named_shardings or [None] * len(results),
-                            region)
+                            region, exported.fun_name)
     wanted = [aval_to_ir_type(a) for a in ctx.avals_out]
     return [r if r.type == t else hlo.ConvertOp(t, r).result for r, t in zip(results, wanted)]
 
 
 def _laid_out(values: Sequence[ir.Value], shardings: Sequence[Any],
-              region: Mesh | None = None) -> list[ir.Value]:
+              region: Mesh | None = None, name: str = "") -> list[ir.Value]:
     """``values`` constrained to the Exported's layouts (None: as XLA chooses), as JAX
     does around the call; inside a manual region (`region`), in the region's form."""
     out = []
     for value, sharding in zip(values, shardings):
         if sharding is not None:
             ndim = ir.RankedTensorType(value.type).rank
-            text = sharding.hlo_sharding_text(ndim) if region is None else \
-                manual_region_sharding(region, sharding, ndim)
-            if text is not None:
-                op = hlo.CustomCallOp([value.type], [value], call_target_name="Sharding")
-                op.attributes["mhlo.sharding"] = ir.StringAttr.get(text)
-                value = op.results[0]
+            text = sharding.hlo_sharding_text(ndim)
+            if region is not None:
+                text = _in_region(text, ndim, region, name)
+            op = hlo.CustomCallOp([value.type], [value], call_target_name="Sharding")
+            op.attributes["mhlo.sharding"] = ir.StringAttr.get(text)
+            value = op.results[0]
         out.append(value)
     return out
 
 
-def _into_manual_region(sub: ir.Module, region: Mesh, name: str) -> None:
-    """An Exported over several devices called inside a manual region (shard_map's,
-    pmap's), whose mesh `region` types its manual axes Manual: XLA aborts the process on
-    any annotation there but the region's own, so the callee's replicated layouts become
-    the region's (each device holds its block whole along the manual axes) and a layout
-    that splits values over devices is an error, as in JAX."""
+def _in_region(text: str, ndim: int, region: Mesh, name: str) -> str:
+    """The layout `text` (HloSharding) of an Exported's value inside a manual region,
+    whose mesh `region` types its manual axes Manual: replicated there is each device
+    (or manual subgroup) holding its block whole; a layout splitting the value over
+    devices cannot be had there (JAX fails too)."""
+    if not xc.HloSharding.from_string(text).is_replicated():
+        raise ValueError(
+            f"{name}, exported over several devices, cannot be called inside shard_map: it "
+            f"splits a value over the devices ({text}), and inside shard_map each device "
+            "holds its own block")
     manual = frozenset(n for n, t in zip(region.axis_names, region.axis_types)
                        if t == AxisType.Manual)
+    return subgroup_sharding(region, ((),) * ndim, manual)
 
+
+def _into_manual_region(sub: ir.Module, region: Mesh, name: str) -> None:
+    """The annotations of an Exported over several devices called inside a manual region
+    (shard_map's, pmap's), in the region's form: XLA aborts the process on any other
+    annotation there."""
     def visit(op: Any) -> None:
         for inner in op.regions:
             for block in inner.blocks:
@@ -589,20 +600,14 @@ def _into_manual_region(sub: ir.Module, region: Mesh, name: str) -> None:
         if op.name.startswith("sdy."):
             raise ValueError(f"{name}, exported over several devices, lays values out with "
                              f"Shardy ({op.name}), which cannot be called inside shard_map")
-        if "mhlo.sharding" not in op.attributes or len(op.results) != 1:
-            if "mhlo.sharding" in op.attributes:
-                raise ValueError(f"{name}, exported over several devices, cannot be called "
-                                 "inside shard_map: it places values on devices itself")
+        if "mhlo.sharding" not in op.attributes:
             return
+        if len(op.results) != 1:
+            raise ValueError(f"{name}, exported over several devices, cannot be called "
+                             "inside shard_map: it places values on devices itself")
         text = ir.StringAttr(op.attributes["mhlo.sharding"]).value
-        if not xc.HloSharding.from_string(text).is_replicated():
-            raise ValueError(
-                f"{name}, exported over several devices, cannot be called inside shard_map: "
-                f"it splits a value over the devices ({text}), and inside shard_map each "
-                "device holds its own block")
         rank = ir.RankedTensorType(op.results[0].type).rank
-        op.attributes["mhlo.sharding"] = ir.StringAttr.get(
-            subgroup_sharding(region, ((),) * rank, manual))
+        op.attributes["mhlo.sharding"] = ir.StringAttr.get(_in_region(text, rank, region, name))
 
     visit(sub.operation)
 
