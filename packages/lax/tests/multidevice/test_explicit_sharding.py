@@ -13,13 +13,13 @@ from lamella.core.sharding import (
     AxisType,
     NamedSharding,
     P,
+    ShardingTypeError,
     auto_axes,
     explicit_axes,
     get_abstract_mesh,
     make_mesh,
     set_mesh,
 )
-from lamella.core.sharding_rules import ShardingTypeError
 
 MESH = make_mesh((4, 2), ("x", "y"))  # Explicit axes: JAX 0.10's default
 AUTO = make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)

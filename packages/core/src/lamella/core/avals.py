@@ -96,10 +96,26 @@ class ShapedArray:
 class _ExplicitSharding:
     """Whether any aval has carried an explicit sharding in this process, and the step
     that then sets each traced equation's result shardings (`sharding_rules.propagate`).
-    Until one does, tracing skips that step entirely."""
+    Until one does, tracing and lowering skip their explicit-sharding steps entirely:
+    they install them from the hooks `when_enabled` registers."""
 
     on = False
     propagate: Callable[..., Any] | None = None
+
+    def __init__(self) -> None:
+        self._hooks: list[Callable[[], None]] = []
+
+    def when_enabled(self, hook: Callable[[], None]) -> None:
+        """Runs `hook` once explicit sharding is first used (at once if it has been)."""
+        self._hooks.append(hook)
+        if self.on:
+            hook()
+
+    def enable(self) -> None:
+        if not self.on:
+            self.on = True
+            for hook in self._hooks:
+                hook()
 
 
 explicit_sharding = _ExplicitSharding()

@@ -53,7 +53,8 @@ def typed_sharding(mesh: Any, spec: Sequence[Any], ndim: int) -> NamedSharding |
     explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t is AxisType.Explicit}
     if not any(n in explicit for e in entries for n in e):
         return None
-    explicit_sharding.on = True
+    if not explicit_sharding.on:
+        explicit_sharding.enable()
     named = NamedSharding.__new__(NamedSharding)  # validated by the rule that made the spec
     named.mesh, named.spec, named._memory_kind = mesh, PartitionSpec(*map(_entry, entries)), None
     return named

@@ -62,6 +62,17 @@ class JaxprTracer(Tracer):
         return f"JitTracer({type_of(self.aval)})"  # JAX's name for a staged value
 
 
+_propagate_shardings: Callable[..., Any] | None = None
+
+
+def _enable_sharding_propagation() -> None:
+    global _propagate_shardings
+    _propagate_shardings = explicit_sharding.propagate
+
+
+explicit_sharding.when_enabled(_enable_sharding_propagation)
+
+
 class StagingTrace(Trace):
     """Records every primitive applied to its tracers as a jaxpr equation."""
 
@@ -122,9 +133,8 @@ class StagingTrace(Trace):
         rule = primitive._abstract_eval or primitive.abstract_eval
         try:
             out = rule(*[v.aval for v in invars], **params)
-            if explicit_sharding.on:  # set once an aval carried an Explicit-mesh sharding
-                out = explicit_sharding.propagate(primitive, [v.aval for v in invars], out,
-                                                  params)
+            if _propagate_shardings is not None:  # explicit sharding is in use
+                out = _propagate_shardings(primitive, [v.aval for v in invars], out, params)
         except (TypeError, ValueError) as e:
             raise _with_location(e, primitive, source) from None
         effects = effects_of(primitive, params)

@@ -260,6 +260,18 @@ def _location(ctx: ModuleContext, eqn) -> ir.Location:
     return location
 
 
+_pin_typed_layouts: Callable[..., list] | None = None
+
+
+def _enable_layout_pinning() -> None:
+    global _pin_typed_layouts
+    from lamella.lax.explicit_sharding import pin_typed_layouts
+    _pin_typed_layouts = pin_typed_layouts
+
+
+explicit_sharding.when_enabled(_enable_layout_pinning)
+
+
 def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
                 args: Sequence[ir.Value]) -> list[ir.Value]:
     """Emits the jaxpr's equations at the current insertion point."""
@@ -286,9 +298,8 @@ def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
         with _location(ctx, eqn):
             outs = rule(rule_ctx, *map(read, eqn.invars), **eqn.params)
         outs = ir_tree_registry.leaves(outs)
-        if explicit_sharding.on:  # a value whose type is sharded is pinned to that layout
-            from lamella.lax.explicit_sharding import pin_typed_layouts
-            outs = pin_typed_layouts(rule_ctx.avals_out, outs, ctx.axis_context)
+        if _pin_typed_layouts is not None:  # explicit sharding: values keep typed layouts
+            outs = _pin_typed_layouts(rule_ctx.avals_out, outs, ctx.axis_context)
         if len(outs) != len(eqn.outvars):
             raise ValueError(f"lowering rule for '{eqn.primitive.name}' returned {len(outs)} "
                              f"values for {len(eqn.outvars)} outputs")
@@ -314,8 +325,11 @@ _symbolic_lowering = _SymbolicLowering()
 @contextlib.contextmanager
 def _symbolic_function(avals: Sequence[Any], args: Sequence[ir.Value], main: bool = False):
     """Lowers a function body whose arguments may have symbolic shapes: its dimension
-    variables are read from the arguments (lamella.lax.symbolic_lowering)."""
-    if not any(is_symbolic_shape(getattr(a, "shape", ())) for a in avals):
+    variables are read from the arguments (lamella.lax.symbolic_lowering). Inside a
+    symbolic lowering, every function has its own (maybe none): values of another
+    function cannot be used in it."""
+    if not _symbolic_lowering.depth and not any(
+            is_symbolic_shape(getattr(a, "shape", ())) for a in avals):
         yield
         return
     _symbolic_lowering.depth += 1
