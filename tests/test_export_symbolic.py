@@ -237,3 +237,12 @@ def test_disabled_shape_assertions_skip_the_constraints():
                         disabled_checks=[export.DisabledSafetyCheck.shape_assertions()])(
         lc.ShapeDtypeStruct((b,), np.float32))
     _close(exp.call(np.ones(1, np.float32)), np.full(1, 2, np.float32))
+
+
+def test_dimension_closed_over_by_a_nested_function_is_an_error():
+    def fun(x):
+        n = x.shape[0]  # a nested jit's own function cannot read the caller's 'b'
+        return lc.jit(lambda y: y * n)(x.sum(0))
+
+    with pytest.raises(ValueError, match="symbolic dimension 'b' is used in a function"):
+        export.export(lc.jit(fun))(X_SPEC)

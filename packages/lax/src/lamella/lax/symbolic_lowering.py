@@ -175,7 +175,15 @@ def dim_value(d: int | DimExpr, dtype: Any = np.int64) -> ir.Value:
     if not isinstance(d, DimExpr):
         return constant(np.asarray(d, dtype))
     dims = _current()
-    value = d.evaluate_with(dims.__getitem__, hlo.add, hlo.multiply,
+
+    def variable(name: str) -> ir.Value:
+        if name not in dims:
+            raise ValueError(f"the symbolic dimension '{d}' is used in a function (a nested "
+                             f"jit, say) none of whose arguments has '{name}' in its shape; "
+                             "pass the value as an argument instead of closing over it")
+        return dims[name]
+
+    value = d.evaluate_with(variable, hlo.add, hlo.multiply,
                             lambda x, k: _floor_div(x, constant(np.int64(k))),
                             lambda x, k: _floor_mod(x, constant(np.int64(k))),
                             lambda c: constant(np.int64(c)))
