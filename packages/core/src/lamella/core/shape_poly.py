@@ -227,7 +227,12 @@ class DimExpr:
 
     def divmod(self, divisor: DimSize) -> tuple[DimSize, DimSize]:
         """(quotient, remainder), floor division as Python's; symbolic when the division
-        is not exact (``floordiv(b, 2)``, ``mod(b, 2)``)."""
+        is not exact.
+
+        >>> b, = symbolic_shape("b")
+        >>> (4 * b + 8).divmod(4), b.divmod(2)
+        ((b + 2, 0), (floordiv(b, 2), mod(b, 2)))
+        """
         if isinstance(divisor, DimExpr):
             quotient = _exact_division(self, divisor)
             if quotient is None:
@@ -335,7 +340,11 @@ class DimExpr:
         return (_from_string, (str(self),))
 
     def variables(self) -> set[str]:
-        """The dimension variables the expression mentions."""
+        """The dimension variables the expression mentions.
+
+        >>> sorted(symbolic_shape("a * b + floordiv(c, 2)")[0].variables())
+        ['a', 'b', 'c']
+        """
         found: set[str] = set()
         for term, _ in self._terms:
             for f, _ in term:
@@ -347,7 +356,11 @@ class DimExpr:
 
     @property
     def variable_name(self) -> str | None:
-        """The name of the variable when the expression is one variable (``b``)."""
+        """The name of the variable when the expression is one variable.
+
+        >>> [d.variable_name for d in symbolic_shape("b, 2*b")]
+        ['b', None]
+        """
         if len(self._terms) == 1:
             term, c = self._terms[0]
             if c == 1 and len(term) == 1 and term[0][1] == 1 and isinstance(term[0][0], str):
@@ -355,7 +368,11 @@ class DimExpr:
         return None
 
     def evaluate(self, env: Mapping[str, int]) -> int:
-        """The value at integers ``env`` for the dimension variables."""
+        """The value at integers ``env`` for the dimension variables.
+
+        >>> symbolic_shape("2*b + mod(b, 3)")[0].evaluate({"b": 5})
+        12
+        """
         return self.evaluate_with(env.__getitem__, operator.add, operator.mul,
                                   lambda x, k: x // k, lambda x, k: x % k, lambda c: c)
 
@@ -380,7 +397,11 @@ class DimExpr:
         return total
 
     def bounds(self) -> tuple[float, float]:
-        """Lower and upper bounds over every admissible value of the variables."""
+        """Lower and upper bounds over every admissible value of the variables.
+
+        >>> symbolic_shape("2*b - 1")[0].bounds(), symbolic_shape("mod(b, 4)")[0].bounds()
+        ((1.0, inf), (0.0, 3.0))
+        """
         nonnegative = lambda term: self._term_bounds(term, 1)[0] >= 0  # noqa: E731
         lo_total = sum(self._term_bounds(t, c)[0]
                        for t, c in _dominated(self._terms, nonnegative).items())
