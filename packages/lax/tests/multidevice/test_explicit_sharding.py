@@ -115,6 +115,10 @@ def _every_rule(a, b, c, x, w):
         "mean0": jnp.mean(x, axis=0),
         "dot": a @ lc.reshard(w, P(None, "y")),   # free dims keep their axes
         "dot_one_contracting": x @ jnp.ones((4, 6), np.float32),
+        "dot_batch": lc.reshard(jnp.ones((8, 4, 2)), P("x")) @ lc.reshard(
+            jnp.ones((8, 2, 6)), P("x", None, "y")),   # batch dims keep theirs too
+        "shard_map": lc.shard_map(lambda v: lax.psum(v, "y"), mesh=MESH, in_specs=P("x", "y"),
+                                  out_specs=P("x", None))(x),
         "astype": a.astype(np.int32),
         "slice_cols": a[:, 1:3],
         "concat0": jnp.concatenate([a, a], 0),
@@ -142,6 +146,7 @@ def _reference(a, b, c, x, w):
         "reshape_rows": a.reshape(4, 2, 4), "transpose": x.T, "sum0": x.sum(0),
         "sum1": x.sum(1), "max": x.max(), "argmax": a.argmax(1), "mean0": x.mean(0),
         "dot": a @ w, "dot_one_contracting": x @ np.ones((4, 6), np.float32),
+        "dot_batch": np.full((8, 4, 6), 2.0), "shard_map": x[:, :2] + x[:, 2:],
         "astype": a.astype(np.int32), "slice_cols": a[:, 1:3],
         "concat0": np.concatenate([a, a], 0), "concat1": np.concatenate([a, a], 1),
         "pad": np.pad(a, ((0, 0), (1, 1))), "where": np.where(a > 0.5, a, 0),
@@ -159,6 +164,7 @@ JAX_TYPES = {
     "transpose": "float32[4@y,8@x]", "sum0": "float32[4@y]", "sum1": "float32[8@x]",
     "max": "float32[]", "argmax": "int32[8@x]", "mean0": "float32[4@y]",
     "dot": "float32[8@x,6@y]", "dot_one_contracting": "float32[8@x,6]",
+    "dot_batch": "float32[8@x,4,6@y]", "shard_map": "float32[8@x,2]",
     "astype": "int32[8@x,4]", "slice_cols": "float32[8@x,2]", "concat0": "float32[16@x,4]",
     "concat1": "float32[8@x,8]", "pad": "float32[8@x,6]", "where": "float32[8@x,4]",
     "cumsum1": "float32[8@x,4]", "rev": "float32[8@x,4]", "cond": "float32[8@x,4]",
