@@ -138,6 +138,9 @@ def test_callbacks_in_pmap_run_per_device_on_its_part(capsys):
     np.testing.assert_array_equal(np.asarray(out), (HOST * 2 + 1).reshape(8, 2))
     assert sorted(calls) == [("p", part) for part in PARTS]
     assert _printed_shards(capsys.readouterr().out) == list(enumerate(PARTS))
+    calls.clear()
+    lc.pmap(lambda b: io_callback(record("o"), None, b, ordered=True))(HOST.reshape(8, 2))
+    assert sorted(calls) == [("o", part) for part in PARTS]  # JAX accepts it too
 
 
 def test_callbacks_with_several_results_in_both_regions():

@@ -10,7 +10,7 @@ from jaxlib import xla_client as xc
 
 import lamella.core as lc
 import lamella.numpy as jnp
-from lamella.core import export
+from lamella.core import export, io_callback
 from lamella.core.sharding import AxisType, NamedSharding, make_mesh, use_mesh
 from lamella.core.sharding import PartitionSpec as P
 
@@ -134,3 +134,20 @@ def test_an_export_over_8_devices_is_called_inside_jit():
         np.testing.assert_allclose(np.asarray(out), want, rtol=2e-6, atol=1e-5)
         with use_mesh(MESH):  # host values: the program runs on the current mesh
             np.testing.assert_allclose(np.asarray(g(A, B)), want, rtol=2e-6, atol=1e-5)
+
+
+def test_an_export_over_8_devices_that_calls_back():
+    seen = []
+    spread = NamedSharding(MESH, P(("x", "y")))
+    f = lc.jit(lambda x: (io_callback(lambda v: seen.append(v.tolist()), None, x, ordered=True),
+                          x * 2)[1], in_shardings=spread, out_shardings=spread)
+    allow = [export.DisabledSafetyCheck.custom_call("xla_ffi_python_cpu_callback")]
+    exp = export.export(f, disabled_checks=allow)(np.arange(16, dtype=np.float32))
+    assert exp.nr_devices == 8 and [str(e) for e in exp.ordered_effects] == ["OrderedIO"]
+    x = lc.device_put(np.arange(16, dtype=np.float32), spread)
+    out = exp.call(x)
+    assert out.sharding == spread
+    np.testing.assert_array_equal(np.asarray(out), np.arange(16) * 2)
+    np.testing.assert_array_equal(np.asarray(lc.jit(lambda v: exp.call(v) + 1)(x)),
+                                  np.arange(16) * 2 + 1)
+    assert seen == [list(range(16))] * 2  # once per call, on one device, whole

@@ -272,8 +272,9 @@ def _check_callable(exported: Exported, platform: str) -> None:
 
 
 def _call(exported: Exported, flat: Sequence[Any]) -> list[Any]:
-    if exported.nr_devices > 1 and not any(isinstance(x, Tracer) for x in flat):
-        return _call_over_devices(exported, flat)
+    if exported.nr_devices > 1 and not (exported.ordered_effects or exported.unordered_effects
+                                        or any(isinstance(x, Tracer) for x in flat)):
+        return _call_over_devices(exported, flat)  # (callbacks go with a caller's program)
     _check_callable(exported, _default_platform())
     if len(flat) != len(exported.in_avals):
         raise TypeError(f"{exported.fun_name} takes {len(exported.in_avals)} arrays, "
