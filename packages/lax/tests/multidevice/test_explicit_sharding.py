@@ -84,6 +84,13 @@ def test_the_type_is_visible_while_tracing():
     np.testing.assert_allclose(np.asarray(out), X @ W, rtol=1e-6)
 
 
+def test_shape_dtype_structs_carry_the_type():
+    struct = lc.ShapeDtypeStruct((8, 4), np.float32, sharding=NamedSharding(MESH, P("x", "y")))
+    out = lc.eval_shape(lambda v: jnp.sum(v, axis=0), struct)
+    assert (out.shape, out.sharding) == ((4,), NamedSharding(MESH, P("y")))
+    assert "f32[8@x,4@y]" in str(lc.make_jaxpr(jnp.sin)(struct))
+
+
 def test_abstract_mesh():
     assert repr(get_abstract_mesh()) == ("AbstractMesh('x': 4, 'y': 2, axis_types=(Explicit, "
                                          "Explicit), device_kind=cpu, num_cores=None, "

@@ -183,7 +183,11 @@ def _aval_of_python_scalar(x: Any) -> ShapedArray:
 
 
 def _aval_of_struct(x: ShapeDtypeStruct) -> ShapedArray:
-    return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type)
+    aval = ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type)
+    if x.sharding is None:
+        return aval
+    from lamella.core.sharding_rules import typed_aval  # a layout over an Explicit mesh
+    return typed_aval(aval, x.sharding)
 
 
 pytype_aval_mappings: dict[type, Callable[[Any], ShapedArray]] = {

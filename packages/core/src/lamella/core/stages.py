@@ -88,7 +88,8 @@ class _Signature:
     @property
     def out_info(self) -> Any:
         return tree_unflatten(self.out_tree, [
-            ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+            ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type,
+                             sharding=getattr(a, "sharding", None))
             for a in self.closed.out_avals])
 
 
