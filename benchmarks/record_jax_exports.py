@@ -5,6 +5,7 @@ Three modes, each run by the interpreter that has the package it imports:
     /tmp/jaxenv/bin/python benchmarks/record_jax_exports.py record
         JAX 0.10.2 exports the functions below; writes tests/data/jax_exports/<name>.exported
         (JAX's bytes) and <name>.npz (inputs, JAX's outputs, and gradients where vjp'd).
+        (`record-symbolic` writes the shape-polymorphic ones only.)
     python benchmarks/record_jax_exports.py lamella-export DIR      (lamella's venv)
         lamella exports the same functions into DIR, with lamella's outputs.
     /tmp/jaxenv/bin/python benchmarks/record_jax_exports.py check DIR
@@ -85,13 +86,25 @@ def record() -> None:
             record.update({f"ct{i}": np.asarray(c) for i, c in enumerate(cts)})
         np.savez(os.path.join(DATA, f"{name}.npz"), **record)
         print(f"recorded {name}: {len(blob)} bytes, kept {exp.module_kept_var_idx}")
-    _record_polymorphic(jax, jnp, export, DATA)
-    print("recorded batch_polymorphic")
+    record_symbolic()
     from jax.sharding import AxisType, NamedSharding, PartitionSpec
     mesh = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
     os.makedirs(DATA_MULTIDEVICE, exist_ok=True)
     _record_sharded(jax, jnp, NamedSharding, PartitionSpec, mesh, DATA_MULTIDEVICE)
     print("recorded sharded_matmul (8 devices)")
+
+
+def record_symbolic() -> None:
+    """JAX's shape-polymorphic artifacts only (record runs this too)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    from jax import export, lax
+
+    _record_polymorphic(jax, jnp, export, DATA)
+    _record_polymorphic_shapes(jax, jnp, lax, export, DATA)
+    print("recorded batch_polymorphic, polymorphic_shapes")
 
 
 def _record_polymorphic(jax, jnp, export, directory: str) -> None:
@@ -114,6 +127,31 @@ def _record_polymorphic(jax, jnp, export, directory: str) -> None:
     _, pullback = jax.vjp(poly.call, record["arg0"], y)
     record["ct0"], record["ct1"] = map(np.asarray, pullback(np.ones(3, np.float32)))
     np.savez(os.path.join(directory, "batch_polymorphic.npz"), **record)
+
+
+def _record_polymorphic_shapes(jax, jnp, lax, export, directory: str) -> None:
+    """`polymorphic_shapes`: x: f32[b, 4] and y: f32[2*b] -> two f32[b] (a reshape by
+    -1, concatenation, iota broadcast to x's shape, the batch size as a number), with
+    its arguments and outputs at b = 2 and b = 3; written alike by JAX and lamella."""
+    def fun(x, y):
+        flat = jnp.concatenate([x.reshape(-1, 2).sum(axis=1), y])
+        rows = lax.broadcast_in_dim(lax.iota(np.float32, x.shape[0]), x.shape, (0,))
+        return flat.reshape(-1, 4).max(axis=1) * x.shape[0], (jnp.tanh(x) * rows).sum(axis=1)
+
+    b, = export.symbolic_shape("b")
+    exp = export.export(jax.jit(fun))(jax.ShapeDtypeStruct((b, 4), np.float32),
+                                      jax.ShapeDtypeStruct((2 * b,), np.float32))
+    with open(os.path.join(directory, "polymorphic_shapes.exported"), "wb") as f:
+        f.write(exp.serialize())
+    rng = np.random.default_rng(2)
+    record = {}
+    for size in (2, 3):
+        args = (rng.standard_normal((size, 4)).astype(np.float32),
+                rng.standard_normal(2 * size).astype(np.float32))
+        record.update({f"arg{i}_b{size}": a for i, a in enumerate(args)})
+        record.update({f"out{i}_b{size}": np.asarray(o) for i, o in enumerate(exp.call(*args))})
+    record.update({k[:-3]: v for k, v in record.items() if k.endswith("_b2")})
+    np.savez(os.path.join(directory, "polymorphic_shapes.npz"), **record)
 
 
 def _record_sharded(jax, jnp, named, spec, mesh, directory: str) -> None:
@@ -184,7 +222,8 @@ def lamella_export(directory: str) -> None:
         np.savez(os.path.join(directory, f"{name}.npz"), **record)
         print(f"lamella exported {name}")
     _record_polymorphic(lc, jnp, export, directory)
-    print("lamella exported batch_polymorphic (f32[b,4])")
+    _record_polymorphic_shapes(lc, jnp, lax, export, directory)
+    print("lamella exported batch_polymorphic, polymorphic_shapes (f32[b,4])")
     from lamella.core.sharding import AxisType, NamedSharding, PartitionSpec, make_mesh
     mesh = make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
     _record_sharded(lc, jnp, NamedSharding, PartitionSpec, mesh, directory)
@@ -230,10 +269,13 @@ def check(directory: str) -> None:
                             for o, s in zip(specs, exp.out_shardings_jax(mesh)))
             note += f", on {exp.nr_devices} devices, results laid out as {specs}"
         sizes = sorted(int(k[len("arg0_b"):]) for k in data.files if k.startswith("arg0_b"))
+        flat_args = jax.tree_util.tree_leaves(args)
         for size in sizes:  # a shape-polymorphic export, called at each recorded size
-            out = exp.call(data[f"arg0_b{size}"], *args[1:])
-            ok = ok and np.allclose(np.asarray(out), data[f"out0_b{size}"], rtol=1e-5,
-                                    atol=1e-6)
+            sized = [data.get(f"arg{i}_b{size}", a) for i, a in enumerate(flat_args)]
+            sized = jax.tree_util.tree_unflatten(exp.in_tree, sized)[0]
+            outs = jax.tree_util.tree_leaves(exp.call(*sized))
+            ok = ok and all(np.allclose(np.asarray(o), data[f"out{i}_b{size}"], rtol=1e-5,
+                                        atol=1e-6) for i, o in enumerate(outs))
         if sizes:
             note += f", at b = {', '.join(map(str, sizes))} from in_avals {exp.in_avals}"
         failures += not ok
@@ -245,6 +287,8 @@ if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "record"
     if mode == "record":
         record()
+    elif mode == "record-symbolic":
+        record_symbolic()
     elif mode == "lamella-export":
         lamella_export(sys.argv[2])
     elif mode == "check":

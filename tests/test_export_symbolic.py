@@ -7,6 +7,8 @@ is called at two small sizes only.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -246,3 +248,24 @@ def test_dimension_closed_over_by_a_nested_function_is_an_error():
 
     with pytest.raises(ValueError, match="symbolic dimension 'b' is used in a function"):
         export.export(lc.jit(fun))(X_SPEC)
+
+
+def test_jax_polymorphic_artifact_with_reshapes_and_iota():
+    # Recorded by JAX 0.10.2 (benchmarks/record_jax_exports.py record-symbolic): x: f32[b, 4],
+    # y: f32[2*b]; its module uses JAX's dynamic reshapes, iota and broadcasts.
+    data_dir = os.path.join(os.path.dirname(__file__), "data", "jax_exports")
+    with open(os.path.join(data_dir, "polymorphic_shapes.exported"), "rb") as f:
+        exp = export.deserialize(f.read())
+    assert exp.in_avals == (lc.ShapedArray((B, 4), np.float32),
+                            lc.ShapedArray((2 * B,), np.float32))
+    assert exp.out_avals == (lc.ShapedArray((B,), np.float32),) * 2
+    data = np.load(os.path.join(data_dir, "polymorphic_shapes.npz"))
+    call_in_jit = lc.jit(exp.call)
+    for n in (2, 3):
+        args = data[f"arg0_b{n}"], data[f"arg1_b{n}"]
+        for outs in (exp.call(*args), call_in_jit(*args)):
+            for i, out in enumerate(outs):
+                _close(out, data[f"out{i}_b{n}"])
+    with pytest.raises(ValueError, match=r"args\[1\].shape\[0\] is 6, but the specification "
+                                         r"'2\*b' is 4"):
+        exp.call(data["arg0_b2"], data["arg1_b3"])
