@@ -19,7 +19,16 @@ import lamella.core as lc
 import lamella.lax as lax
 import lamella.numpy as jnp
 from lamella.core import export
-from lamella.core.sharding import AxisType, NamedSharding, P, make_mesh, reshard, set_mesh
+from lamella.core.sharding import (
+    AxisType,
+    NamedSharding,
+    P,
+    get_abstract_mesh,
+    get_mesh,
+    make_mesh,
+    reshard,
+    set_mesh,
+)
 
 MESH = make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
 EXPLICIT = make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
@@ -103,6 +112,31 @@ def test_a_constraint_over_another_mesh_in_a_partial_region_is_an_error():
                                  devices=lc.devices()[::-1])
     with pytest.raises(ValueError, match="incompatible devices"):
         lc.jit(_mapped(_constrained(P(None, "y"), reversed_devices), {"x"}))(X)
+
+
+def test_specs_inside_shard_map_name_the_region_mesh_without_set_mesh():
+    # As in JAX: the body's current mesh is the region's, its manual axes typed Manual.
+    seen = []
+
+    def inner(c):
+        seen.append(get_abstract_mesh().axis_types)
+        return wsc(c, P())
+
+    def outer(b):
+        seen.append(get_abstract_mesh().axis_types)
+        b = wsc(b * 2, P(None, "y"))
+        return lc.shard_map(inner, in_specs=P(None, "y"), out_specs=P(None, "y"),
+                            axis_names={"y"})(b)
+    assert get_mesh() is None
+    got = lc.jit(_mapped(outer, {"x"}))(X)
+    np.testing.assert_array_equal(np.asarray(got), X * 2)
+    manual, auto = AxisType.Manual, AxisType.Auto
+    assert seen == [(manual, auto), (manual, manual)]
+    assert get_mesh() is None
+    with pytest.raises(ValueError, match=r"can only refer to Auto axes.*axis_types=\(Manual, "
+                                         r"Auto\)"):
+        lc.jit(_mapped(lambda b: wsc(b, P("x")), {"x"}))(np.ones((32, 2), np.float32))
+    assert get_mesh() is None
 
 
 def test_constraints_under_vmap_grad_scan_and_remat_in_a_partial_region():
@@ -227,7 +261,16 @@ CHILD = """
 import numpy as np
 import lamella.core as lc, lamella.lax as lax, lamella.numpy as jnp
 from lamella.core import export
-from lamella.core.sharding import AxisType, NamedSharding, P, make_mesh, reshard, set_mesh
+from lamella.core.sharding import (
+    AxisType,
+    NamedSharding,
+    P,
+    get_abstract_mesh,
+    get_mesh,
+    make_mesh,
+    reshard,
+    set_mesh,
+)
 
 mesh = make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto, AxisType.Auto))
 x = np.arange(16, dtype=np.float32).reshape(8, 2)

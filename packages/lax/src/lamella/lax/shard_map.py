@@ -101,10 +101,12 @@ def _unmentioned(mesh: Mesh, manual: frozenset, spec: Spec) -> tuple:
 
 class _Regions(threading.local):
     """The shard_map bodies being traced or transformed, innermost last: each a mesh and
-    every axis manual there (its own and its enclosing regions')."""
+    every axis manual there (its own and its enclosing regions'); and for each, whether
+    it made its mesh the current one."""
 
     def __init__(self) -> None:
         self.stack: list[tuple[Mesh, frozenset]] = []
+        self.current: list[bool] = []
 
 
 _regions = _Regions()
@@ -116,19 +118,29 @@ def _enclosing() -> tuple[Mesh, frozenset] | None:
 
 class _region:
     """Inside the body of a shard_map manual over `manual`: its axes are bound names
-    (for collectives) and nested shard_maps see them as manual."""
+    (for collectives) and nested shard_maps see them as manual. Where no mesh is
+    current (none set, or only enclosing regions'), the region's mesh is, its manual
+    axes typed Manual, as in JAX: PartitionSpecs inside name its axes, and
+    `get_abstract_mesh()` shows which are manual."""
 
     def __init__(self, mesh: Mesh, manual: frozenset):
         outer = _enclosing()
         self.entry = (mesh, manual | (outer[1] if outer else frozenset()))
         self.env = extend_axis_env([(n, mesh.shape[n]) for n in mesh.axis_names
                                     if n in manual])
+        self.mesh = mesh
 
     def __enter__(self) -> None:
         self.env.__enter__()
         _regions.stack.append(self.entry)
+        current = get_mesh() is None or bool(_regions.current and _regions.current[-1])
+        _regions.current.append(current)
+        if current:
+            _manual_mesh(self.mesh, self.entry[1]).__enter__()
 
     def __exit__(self, *exc: Any) -> None:
+        if _regions.current.pop():
+            get_mesh().__exit__(*exc)
         _regions.stack.pop()
         self.env.__exit__(*exc)
 
