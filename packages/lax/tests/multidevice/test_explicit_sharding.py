@@ -373,6 +373,10 @@ def test_vmap_sees_the_unbatched_dimensions_sharding():
     np.testing.assert_allclose(np.asarray(out), np.sin(X) * 2, rtol=1e-6)
     assert str(lc.typeof(lc.vmap(lambda v: v.sum(), in_axes=1)(put(X, "x", "y")))) == \
         "float32[4@y]"
+    # JAX 0.10.2 leaves the batch dimension's type as it was with spmd_axis_name too
+    spmd = lc.vmap(lambda v: v * 2, spmd_axis_name="x")
+    assert str(lc.typeof(spmd(X))) == "float32[8,4]"
+    assert str(lc.typeof(spmd(put(X, None, "y")))) == "float32[8,4@y]"
 
 
 def test_auto_axes_and_explicit_axes():
