@@ -103,39 +103,39 @@ class SymbolicFunction:
 
     def _assert_shapes(self, sizes: dict[str, ir.Value], where: dict[str, str],
                        occurrences: list) -> None:
-        specs = ", ".join(f"args[{i}].shape = {tuple(a.shape)}"
-                          for i, a in enumerate(self.avals) if is_symbolic_shape(a.shape))
-        found = ", ".join(f"'{v}' = {{{k}}} from {where[v]}" for k, v in enumerate(sizes))
+        # The messages' {i} are filled in with the values of `inputs` (the variables
+        # first) by whoever runs the assertions: StableHLO's shape refinement.
         inputs = list(sizes.values())
-        context = (f" Using the following polymorphic shapes specifications: {specs}. "
-                   f"Obtained dimension variables: {found}.")
-        one = constant(np.int64(1))
-        for name, size in sizes.items():
-            _shape_assertion(hlo.compare(size, one, hlo.ComparisonDirectionAttr.get("GE"),
-                                         compare_type=hlo.ComparisonTypeAttr.get("SIGNED")),
-                             inputs, "Input shapes do not match the polymorphic shapes "
-                             f"specification. Expected value >= 1 for dimension variable "
-                             f"'{name}'.{context}")
+        found = ", ".join(f"'{v}' = {{{k}}} from {where[v]}" for k, v in enumerate(sizes))
+        specs = "; ".join(f"args[{i}].shape = {tuple(a.shape)}"
+                          for i, a in enumerate(self.avals) if is_symbolic_shape(a.shape))
+        context = f" (with {found}; the arguments were exported as {specs})"
+        signed = hlo.ComparisonTypeAttr.get("SIGNED")
+
+        def holds(value: ir.Value, direction: str, than: ir.Value) -> ir.Value:
+            return hlo.compare(value, than, hlo.ComparisonDirectionAttr.get(direction),
+                               compare_type=signed)
+
+        for k, name in enumerate(sizes):
+            _shape_assertion(holds(sizes[name], "GE", constant(np.int64(1))), inputs,
+                             f"Shape assertion failed: dimension variable '{name}' must be "
+                             f">= 1, got {{{k}}}{context}")
         for d, size, place in occurrences:
             expected = dim_value(d)
-            _shape_assertion(
-                hlo.compare(size, expected, hlo.ComparisonDirectionAttr.get("EQ"),
-                            compare_type=hlo.ComparisonTypeAttr.get("SIGNED")),
-                [*inputs, size, expected], "Input shapes do not match the polymorphic shapes "
-                f"specification. Found inconsistency between dimension size {place} "
-                f"(= {{{len(inputs)}}}) and the specification '{d}' (= "
-                f"{{{len(inputs) + 1}}}).{context}")
+            n = len(inputs)
+            _shape_assertion(holds(size, "EQ", expected), [*inputs, size, expected],
+                             f"Shape assertion failed: {place} is {{{n}}}, but the "
+                             f"specification '{d}' is {{{n + 1}}}{context}")
         scopes = {id(d.scope): d.scope for a in self.avals for d in a.shape
                   if isinstance(d, DimExpr)}
         for scope in scopes.values():
             for kind, diff, text in scope.constraints:
-                value = dim_value(diff)
-                direction = "EQ" if kind == "==" else "GE"
-                ok = hlo.compare(value, constant(np.int64(0)),
-                                 hlo.ComparisonDirectionAttr.get(direction),
-                                 compare_type=hlo.ComparisonTypeAttr.get("SIGNED"))
-                _shape_assertion(ok, inputs, f"Input shapes do not match the symbolic shape "
-                                 f"constraint {text}.{context}")
+                if not diff.variables() <= sizes.keys():
+                    continue  # about variables this function does not take
+                ok = holds(dim_value(diff), "EQ" if kind == "==" else "GE",
+                           constant(np.int64(0)))
+                _shape_assertion(ok, inputs, f"Shape assertion failed: the symbolic shape "
+                                 f"constraint {text} does not hold{context}")
 
 
 def _shape_assertion(ok: ir.Value, inputs: list[ir.Value], message: str) -> None:
