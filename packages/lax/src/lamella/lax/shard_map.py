@@ -10,7 +10,10 @@ along them, an output is taken from one device (they must agree).
 those, the other axes stay Auto (XLA's partitioner spreads the body's work over
 them). Inside the body, `shard_map` again (mesh omitted: the enclosing one)
 is manual over further axes; its specs and collectives name only axes manual
-there, its body may also use the enclosing manual axes.
+there, its body may also use the enclosing manual axes. Where no other mesh is
+set, the body's current mesh is the region's (manual axes typed Manual), so
+PartitionSpecs there name its axes; a layout given inside (a sharding constraint,
+an explicit sharding) can split a block only over the axes that stay Auto.
 
 `f` is traced once, on the blocks' shapes, into the `shard_map` primitive's
 jaxpr. The primitive lowers to XLA's manual-sharding region (custom calls
