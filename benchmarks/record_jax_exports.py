@@ -6,6 +6,8 @@ Three modes, each run by the interpreter that has the package it imports:
         JAX 0.10.2 exports the functions below; writes tests/data/jax_exports/<name>.exported
         (JAX's bytes) and <name>.npz (inputs, JAX's outputs, and gradients where vjp'd).
         (`record-symbolic` writes the shape-polymorphic ones only.)
+    /tmp/jaxold/bin/python benchmarks/record_jax_exports.py record-legacy   (JAX 0.7.2)
+        an older JAX exports sharded_matmul (HloSharding protos) next to the others.
     python benchmarks/record_jax_exports.py lamella-export DIR      (lamella's venv)
         lamella exports the same functions into DIR, with lamella's outputs.
     /tmp/jaxenv/bin/python benchmarks/record_jax_exports.py check DIR
@@ -155,9 +157,15 @@ def _record_polymorphic_shapes(jax, jnp, lax, export, directory: str) -> None:
 
 
 def _record_sharded(jax, jnp, named, spec, mesh, directory: str) -> None:
-    """`sharded_matmul` (8 devices) in ``directory``: (sin(a) @ b, sum(a)) with a split
-    over x, b over y, the product over (x, y), the sum replicated; inputs and outputs,
-    written the same way by JAX (record) and lamella (lamella-export)."""
+    """The functions over 8 devices, written the same way by JAX (record) and lamella
+    (lamella-export) into ``directory``."""
+    _record_sharded_matmul(jax, jnp, named, spec, mesh, directory)
+    _record_shard_map(jax, jnp, named, spec, mesh, directory)
+
+
+def _record_sharded_matmul(jax, jnp, named, spec, mesh, directory: str) -> None:
+    """`sharded_matmul`: (sin(a) @ b, sum(a)) with a split over x, b over y, the
+    product over (x, y), the sum replicated; inputs, outputs and cotangents."""
     shardings = dict(in_shardings=(named(mesh, spec("x", None)), named(mesh, spec(None, "y"))),
                      out_shardings=(named(mesh, spec("x", "y")), named(mesh, spec())))
     f = jax.jit(lambda a, b: (jnp.sin(a) @ b, jnp.sum(a)), **shardings)
@@ -172,7 +180,6 @@ def _record_sharded(jax, jnp, named, spec, mesh, directory: str) -> None:
     np.savez(os.path.join(directory, "sharded_matmul.npz"), arg0=a, arg1=b,
              out0=np.asarray(outs[0]), out1=np.asarray(outs[1]),
              ct0=np.asarray(cts[0]), ct1=np.asarray(cts[1]))
-    _record_shard_map(jax, jnp, named, spec, mesh, directory)
 
 
 def _record_shard_map(jax, jnp, named, spec, mesh, directory: str) -> None:
@@ -191,6 +198,27 @@ def _record_shard_map(jax, jnp, named, spec, mesh, directory: str) -> None:
         file.write(exp.serialize())
     out = exp.call(jax.device_put(x, named(mesh, both)))
     np.savez(os.path.join(directory, "shard_map_psum.npz"), arg0=x, out0=np.asarray(out))
+
+
+def record_legacy() -> None:
+    """`sharded_matmul_legacy`: `sharded_matmul` exported by a JAX from before its
+    serialization version 9 (its shardings stored as HloSharding protos), which JAX
+    0.10.2 still reads; run with such a JAX (e.g. 0.7.2) in its own venv."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    mesh = Mesh(np.array(jax.devices()[:8]).reshape(4, 2), ("x", "y"))
+    os.makedirs(DATA_MULTIDEVICE, exist_ok=True)
+    directory = os.path.join(DATA_MULTIDEVICE, "legacy")
+    os.makedirs(directory, exist_ok=True)
+    _record_sharded_matmul(jax, jnp, NamedSharding, PartitionSpec, mesh, directory)
+    for ext in ("exported", "npz"):
+        os.replace(os.path.join(directory, f"sharded_matmul.{ext}"),
+                   os.path.join(DATA_MULTIDEVICE, f"sharded_matmul_legacy_jax_{jax.__version__}"
+                                f".{ext}"))
+    os.rmdir(directory)
+    print(f"recorded sharded_matmul_legacy with JAX {jax.__version__}")
 
 
 def _export_module(lib):
@@ -289,6 +317,8 @@ if __name__ == "__main__":
         record()
     elif mode == "record-symbolic":
         record_symbolic()
+    elif mode == "record-legacy":
+        record_legacy()
     elif mode == "lamella-export":
         lamella_export(sys.argv[2])
     elif mode == "check":

@@ -86,6 +86,26 @@ def test_jax_exported_artifact_over_8_devices_runs_in_lamella():
         _check_results(exp.call(data["arg0"], data["arg1"]), data["out0"], data["out1"])
 
 
+def test_an_artifact_of_an_older_jax_with_hlo_sharding_protos():
+    # JAX before its serialization version 9 (here 0.7.2) stored HloSharding protos, no
+    # mesh; JAX 0.10.2 reads them, and so does lamella (positions of the devices only).
+    with open(os.path.join(DATA, "sharded_matmul_legacy_jax_0.7.2.exported"), "rb") as f:
+        exp = export.deserialize(f.read())
+    data = np.load(os.path.join(DATA, "sharded_matmul_legacy_jax_0.7.2.npz"))
+    assert exp.nr_devices == 8
+    assert exp.in_shardings_hlo == _hlo(IN_HLO)
+    assert exp.out_shardings_hlo == _hlo(OUT_HLO)
+    a, b = _placed()
+    for outs in (exp.call(a, b), lc.jit(exp.call)(a, b)):
+        _check_results(outs, data["out0"], data["out1"])
+    _, pullback = lc.vjp(lambda *xs: tuple(exp.call(*xs)), a, b)
+    cts = pullback((np.ones((8, 2), np.float32), np.float32(1)))
+    for ct, want in zip(cts, (data["ct0"], data["ct1"])):
+        np.testing.assert_allclose(np.asarray(ct), want, rtol=2e-6, atol=1e-5)
+    with pytest.raises(ValueError, match="must have named shardings"):  # JAX's refusal
+        exp.serialize()
+
+
 def test_jax_exported_shard_map_runs_in_lamella():
     # JAX's module holds a Shardy manual region; its Exported gives no shardings.
     with open(os.path.join(DATA, "shard_map_psum.exported"), "rb") as f:

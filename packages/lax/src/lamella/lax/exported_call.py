@@ -35,7 +35,11 @@ from lamella.core.export import (
     register_backend,
 )
 from lamella.core.export.exported import _operations
-from lamella.core.export.serialization import AbstractNamedSharding, hlo_shardings
+from lamella.core.export.serialization import (
+    AbstractNamedSharding,
+    LegacyHloSharding,
+    hlo_shardings,
+)
 from lamella.core.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, get_mesh
 from lamella.core.trace import Tracer
 from lamella.core.tree_util import tree_leaves
@@ -333,7 +337,8 @@ def _call_over_devices(exported: Exported, flat: Sequence[Any]) -> list[Any]:
                         f"got {len(flat)}")
     mesh = _mesh_for(exported, flat)
     exported_mesh = next((s for s in (*exported._in_named_shardings,
-                                      *exported._out_named_shardings) if s is not None), None)
+                                      *exported._out_named_shardings)
+                          if isinstance(s, AbstractNamedSharding)), None)
     if exported_mesh is not None:  # the same devices, arranged as the exported mesh
         mesh = exported_mesh.on(mesh).mesh
     devices = mesh._flat_devices
@@ -343,9 +348,13 @@ def _call_over_devices(exported: Exported, flat: Sequence[Any]) -> list[Any]:
     replicated = NamedSharding(mesh, PartitionSpec())
     in_shardings = []
     for i in kept:
+        ndim = len(exported.in_avals[i].shape)
+        if isinstance(in_named[i], LegacyHloSharding):  # device positions only
+            in_shardings.append(runtime.mesh_sharding(devices, in_named[i].text))
+            continue
         named = replicated if in_named[i] is None else in_named[i].on(mesh)
-        in_shardings.append(runtime.mesh_sharding(
-            devices, named.hlo_sharding_text(len(exported.in_avals[i].shape)), named))
+        in_shardings.append(runtime.mesh_sharding(devices, named.hlo_sharding_text(ndim),
+                                                  named))
     key = (exported.mlir_module_serialized, devices, mesh.axis_names)
     program = _programs_over_devices.get(key)
     if program is None:
@@ -368,7 +377,8 @@ def _program_over_devices(exported: Exported, mesh: Mesh, in_shardings: list,
     e.g. a shard_map's, imply)."""
     devices = mesh._flat_devices
     by_text = {s.hlo_sharding_text(len(a.shape)): s.on(mesh)
-               for s, a in zip(out_named, exported.out_avals) if s is not None}
+               for s, a in zip(out_named, exported.out_avals)
+               if isinstance(s, AbstractNamedSharding)}
 
     def named_for(hlo: Any, ndim: int) -> Any:
         for text, named in by_text.items():
@@ -651,6 +661,15 @@ def _batching_rule(args: Sequence[Any], dims: Sequence[Any], *, exported: Export
 batching.primitive_batchers[call_exported_p] = _batching_rule
 
 _operations["hlo_sharding"] = xc.HloSharding.from_string  # Exported's in/out_shardings_hlo
+
+
+def _hlo_sharding_text_from_proto(data: bytes) -> str:
+    proto = xc.OpSharding()
+    proto.ParseFromString(data)
+    return str(xc.HloSharding.from_proto(proto))
+
+
+_operations["hlo_sharding_text_from_proto"] = _hlo_sharding_text_from_proto
 
 register_backend(ExportBackend(lower=_lower, module_bytes=_module_bytes, module_text=_module_text,
                                call=_call, default_platform=_default_platform))

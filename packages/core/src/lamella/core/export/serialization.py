@@ -9,7 +9,8 @@ fields that earlier readers use. Custom pytree nodes need
 each argument's and result's sharding as JAX 0.10.2 writes it: a NamedSharding
 over an abstract mesh (axis sizes, names, types; no devices) and a
 PartitionSpec, stored once each and referenced by index; bytes written by JAX
-before its version 9 (HloSharding protos) are not read. Effects are stored by
+before its version 9 hold XLA's HloSharding protos instead, which are read (and,
+as in JAX, cannot be written again). Effects are stored by
 type name, as JAX does; host callbacks (which only this process can call) are
 not stored.
 
@@ -213,6 +214,17 @@ class AbstractNamedSharding:
         return self.on(Mesh(grid, self.axis_names)).hlo_sharding_text(ndim)
 
 
+@dataclasses.dataclass(frozen=True)
+class LegacyHloSharding:
+    """A sharding stored as XLA's HloSharding (JAX wrote these before its serialization
+    version 9, with no mesh): only its device positions are known."""
+
+    text: str
+
+    def hlo_sharding_text(self, ndim: int) -> str:
+        return self.text
+
+
 def hlo_shardings(named: Sequence[Any], avals: Sequence[Any]) -> tuple[Any, ...]:
     """XLA's HloSharding for each of ``named`` (None stays None), made by the executor
     (`_operations["hlo_sharding"]`, from XLA's text)."""
@@ -255,6 +267,9 @@ def _write_exported(b: Builder, exp: Exported, vjp_order: int) -> int:
     out_avals = _vector(b, _write_aval, exp.out_avals)
     in_named = exp._in_named_shardings or (None,) * len(exp.in_avals)
     out_named = exp._out_named_shardings or (None,) * len(exp.out_avals)
+    if any(isinstance(s, LegacyHloSharding) for s in (*in_named, *out_named)):
+        raise ValueError("Exported being serialized must have named shardings after "
+                         "3/17/2026.")  # JAX's refusal: its format stores no HloSharding now
     meshes: dict[tuple, int] = {}
     shardings: dict[AbstractNamedSharding, int] = {}
     for s in itertools.chain(in_named, out_named):
@@ -490,11 +505,15 @@ def _read_shardings(t: Table, idx_slot: int, old_slot: int, named: list, meshes:
         return tuple(None if i == 0 else named[i - 1] for i in indices)
     out = []
     for s in t.tables(old_slot):  # written before JAX's version 10: each one in full
-        if s.bytes(_SHARDING_HLO_PROTO):
-            raise ValueError("the function was exported by JAX before March 2026 (its "
-                             "shardings are HloSharding protos), which lamella does not read")
         n = s.table(_SHARDING_NAMED)
-        out.append(None if n is None else _read_named(n, meshes))
+        if n is not None:
+            out.append(_read_named(n, meshes))
+        elif s._field(_SHARDING_HLO_PROTO):  # before version 9: XLA's OpSharding proto,
+            # read by the executor (a replicated one is empty, but present)
+            out.append(LegacyHloSharding(_operations["hlo_sharding_text_from_proto"](
+                s.bytes(_SHARDING_HLO_PROTO))))
+        else:
+            out.append(None)
     return tuple(out) if out else (None,) * count
 
 
