@@ -5,7 +5,15 @@ its jaxpr holds a `shard_map` or a sharding constraint. All of those must use
 one set of devices (XLA's device assignment); each argument keeps its layout
 (host values and single-device arrays are replicated), and XLA's SPMD
 partitioner lays out the rest. Programs are cached per jaxpr and per layout of
-the arguments.
+the arguments. A call of an Exported made for several devices runs on the
+arguments' mesh, or on the current one, and must have as many devices.
+
+Host callbacks in such a program run where JAX 0.10.2 runs them: once, with
+whole values, on the first device (or the one their `sharding=` names), XLA
+gathering their operands there; inside a manual region (shard_map, pmap) or when
+partitioned, on every device with its part. A callback's exception is kept and
+raised once the call is done (the other devices would otherwise wait for the
+failed one at their next collective until XLA aborts the process).
 """
 
 from __future__ import annotations
