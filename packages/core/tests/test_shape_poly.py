@@ -169,9 +169,11 @@ def test_symbolic_shape_forms():
 def test_symbolic_args_specs():
     args = (np.zeros((3, 4), np.float32), {"y": np.zeros((3,), np.int32)})
     x_spec, y_spec = symbolic_args_specs(args, ("b, _", {"y": "b"}), constraints=["b >= 2"])
-    assert isinstance(x_spec, ShapeDtypeStruct) and x_spec.shape == (B, 4)
-    assert y_spec["y"].shape == (B,) and y_spec["y"].dtype == np.int32
-    assert x_spec.shape[0].scope is y_spec["y"].shape[0].scope  # one scope for all
+    scope = x_spec.shape[0].scope
+    b, = symbolic_shape("b", scope=scope)  # one scope for all, holding the constraints
+    assert isinstance(x_spec, ShapeDtypeStruct) and x_spec.shape == (b, 4)
+    assert y_spec["y"].shape == (b,) and y_spec["y"].dtype == np.int32
     assert x_spec.shape[0] >= 2
+    assert b != B  # the same name under other constraints is another dimension
     same, = symbolic_args_specs((np.zeros((2,), np.float32),), None)
     assert same.shape == (2,)

@@ -284,7 +284,11 @@ class DimExpr:
     # --- comparisons -----------------------------------------------------------
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, DimExpr):
-            return self._terms == other._terms
+            # Scopes with different constraints make different dimensions (a jaxpr traced
+            # knowing b >= 4 is not one for every b).
+            return self._terms == other._terms and (
+                self._scope is other._scope
+                or not self._scope.constraints and not other._scope.constraints)
         return False  # a constant is never equal to a non-constant expression
 
     def __ne__(self, other: Any) -> bool:
