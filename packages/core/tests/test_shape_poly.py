@@ -125,9 +125,9 @@ def test_comparisons_decide_or_raise_jax_style():
     assert not (B == 4) and B != 4  # == never raises (JAX): not provably equal
     with pytest.raises(InconclusiveDimensionOperation,
                        match="Symbolic dimension comparison 'b' >= '4' is inconclusive"):
-        B >= 4
+        _ = B >= 4
     with pytest.raises(InconclusiveDimensionOperation, match="'a' < 'b'"):
-        A < B
+        _ = A < B
     with pytest.raises(InconclusiveDimensionOperation, match="requires a constant"):
         int(B)
     assert B % 3 <= 2 and B % 3 >= 0 and B // 2 >= 0
@@ -137,7 +137,7 @@ def test_constraints_decide_more_comparisons():
     b, = symbolic_shape("b", constraints=("b >= 16", "b <= 64"))
     assert b >= 16 and b > 15 and b <= 64 and b - 10 >= 6
     with pytest.raises(InconclusiveDimensionOperation, match="b >= 16"):
-        b >= 32  # the message lists the scope's constraints
+        _ = b >= 32  # the message lists the scope's constraints
     scope = SymbolicScope(["a + 2 >= b"])
     a, b = symbolic_shape("a, b", scope=scope)
     assert a + 2 >= b
