@@ -11,7 +11,7 @@ from jaxlib import xla_client as xc
 import lamella.core as lc
 import lamella.numpy as jnp
 from lamella.core import export, io_callback
-from lamella.core.sharding import AxisType, NamedSharding, make_mesh, use_mesh
+from lamella.core.sharding import AxisType, Mesh, NamedSharding, make_mesh, use_mesh
 from lamella.core.sharding import PartitionSpec as P
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "tests", "data",
@@ -171,3 +171,20 @@ def test_an_export_over_8_devices_that_calls_back():
     np.testing.assert_array_equal(np.asarray(lc.jit(lambda v: exp.call(v) + 1)(x)),
                                   np.arange(16) * 2 + 1)
     assert seen == [list(range(16))] * 2  # once per call, on one device, whole
+
+
+def test_shardings_jax_lay_arguments_over_another_devices_order():
+    # JAX's docstring example of Exported.in_shardings_jax: the devices reversed.
+    exp_mesh = Mesh(np.array(lc.devices()[:8]), ("a",))
+    exp = export.export(lc.jit(lambda x: jnp.add(x, x),
+                               in_shardings=NamedSharding(exp_mesh, P("a"))))(np.arange(8))
+    assert exp.in_shardings_jax(exp_mesh) == (NamedSharding(exp_mesh, P("a")),)
+    run_mesh = Mesh(np.array(lc.devices()[:8][::-1]), ("a",))
+    res = exp.call(lc.device_put(np.arange(8), exp.in_shardings_jax(run_mesh)[0]))
+    assert [s.device.id for s in res.addressable_shards] == list(range(7, -1, -1))
+    assert [int(np.asarray(s.data)[0]) for s in res.addressable_shards] == list(range(0, 16, 2))
+    with open(os.path.join(DATA, "sharded_matmul_legacy_jax_0.7.2.exported"), "rb") as f:
+        legacy = export.deserialize(f.read())  # HloShardings: the specs that fit the mesh
+    assert legacy.in_shardings_jax(MESH) == (NamedSharding(MESH, P("x")),
+                                             NamedSharding(MESH, P(None, "y")))
+    assert legacy.out_shardings_jax(MESH) == OUT

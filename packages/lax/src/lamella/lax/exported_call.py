@@ -419,6 +419,12 @@ def _check_dimensions(exported: Exported, shapes: tuple[tuple[Any, ...], ...]
             name = d.variable_name if isinstance(d, DimExpr) else None
             if name is not None and name not in values:
                 values[name], origin[name] = n, f"args[{i}].shape[{axis}]"
+    for i, (aval, shape) in enumerate(zip(exported.in_avals, shapes)):
+        for axis, (d, n) in enumerate(zip(aval.shape, shape)):  # k*v + c: solve for v
+            linear = d.as_linear() if isinstance(d, DimExpr) else None
+            if linear is not None and linear[0] not in values:
+                v, k, c = linear
+                values[v], origin[v] = (n - c) // k, f"args[{i}].shape[{axis}] (= {d})"
     who = f"the exported function {exported.fun_name}"
     found = ", ".join(f"'{v}' = {n} from {origin[v]}" for v, n in values.items())
     assertions = DisabledSafetyCheck.shape_assertions() not in exported.disabled_safety_checks
@@ -670,6 +676,8 @@ def _hlo_sharding_text_from_proto(data: bytes) -> str:
 
 
 _operations["hlo_sharding_text_from_proto"] = _hlo_sharding_text_from_proto
+_operations["named_from_hlo"] = lambda mesh, text, ndim: spmd_executor._match(
+    mesh, xc.HloSharding.from_string(text), ndim)
 
 register_backend(ExportBackend(lower=_lower, module_bytes=_module_bytes, module_text=_module_text,
                                call=_call, default_platform=_default_platform))

@@ -92,6 +92,15 @@ class Exported:
     def out_shardings(self) -> tuple[Any, ...]:
         return self.out_shardings_hlo
 
+    def in_shardings_jax(self, mesh: Any) -> tuple[Any, ...]:
+        """The arguments' shardings over ``mesh``'s devices (JAX's: what `device_put` and
+        `jit` take; None where the export gave none)."""
+        return _operations["shardings_jax"](self._in_named_shardings, self.in_avals, mesh)
+
+    def out_shardings_jax(self, mesh: Any) -> tuple[Any, ...]:
+        """The results' shardings over ``mesh``'s devices (JAX's)."""
+        return _operations["shardings_jax"](self._out_named_shardings, self.out_avals, mesh)
+
     def __str__(self) -> str:
         return f"Exported(fun_name={self.fun_name}, ...)"
 

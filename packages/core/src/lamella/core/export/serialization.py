@@ -225,6 +225,21 @@ class LegacyHloSharding:
         return self.text
 
 
+def shardings_on(named: Sequence[Any], avals: Sequence[Any], mesh: Any) -> tuple[Any, ...]:
+    """Each of an Exported's shardings (``named``; empty: a single-device export) as a
+    NamedSharding over ``mesh``'s devices (`Exported.in_shardings_jax`)."""
+    out = []
+    for s, aval in zip(named or (None,) * len(avals), avals):
+        if isinstance(s, LegacyHloSharding):  # positions only: the spec over mesh that fits
+            out.append(_operations["named_from_hlo"](mesh, s.text, len(aval.shape)))
+        else:
+            out.append(None if s is None else s.on(mesh))
+    return tuple(out)
+
+
+_operations["shardings_jax"] = shardings_on
+
+
 def hlo_shardings(named: Sequence[Any], avals: Sequence[Any]) -> tuple[Any, ...]:
     """XLA's HloSharding for each of ``named`` (None stays None), made by the executor
     (`_operations["hlo_sharding"]`, from XLA's text)."""
