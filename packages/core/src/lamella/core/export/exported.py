@@ -28,9 +28,10 @@ maximum_supported_calling_convention_version = 10
 
 @dataclasses.dataclass(frozen=True)
 class DisabledSafetyCheck:
-    """A check `Exported.call` skips, as JAX's: `platform()` (call on a platform it was
-    not exported for), `custom_call(target)` (accepted; lamella checks no custom call
-    targets), `shape_assertions()` (a polymorphic export's shape constraints)."""
+    """A check `export` or `Exported.call` skips, as JAX's: `platform()` (call on a
+    platform it was not exported for), `custom_call(target)` (lamella checks one target,
+    host callbacks' `xla_ffi_python_cpu_callback`: disabled, their functions export for
+    calls in this process), `shape_assertions()` (a polymorphic export's constraints)."""
 
     kind: int
     target: str | None = None
