@@ -271,3 +271,15 @@ def test_jax_polymorphic_artifact_with_reshapes_and_iota():
     with pytest.raises(ValueError, match=r"args\[1\].shape\[0\] is 6, but the specification "
                                          r"'2\*b' is 4"):
         exp.call(data["arg0_b2"], data["arg1_b3"])
+
+
+def test_variable_found_from_a_linear_dimension():
+    # No argument dimension is 'b' alone: b = (size - 2) // 2, and the size must fit.
+    exp = export.export(lc.jit(lambda x: x.reshape(-1, 2).sum(1) * x.shape[0]))(
+        lc.ShapeDtypeStruct((2 * B + 2,), np.float32))
+    assert exp.out_avals == (lc.ShapedArray((B + 1,), np.float32),)
+    x = np.arange(6, dtype=np.float32)
+    _close(exp.call(x), x.reshape(-1, 2).sum(1) * 6)
+    with pytest.raises(ValueError, match=r"args\[0\].shape\[0\] is 5, but the specification "
+                                         r"'2\*b \+ 2' is 4"):
+        exp.call(np.arange(5, dtype=np.float32))

@@ -371,6 +371,22 @@ class DimExpr:
                 return term[0][0]
         return None
 
+    def as_linear(self) -> tuple[str, int, int] | None:
+        """``(v, k, c)`` when the expression is ``k*v + c`` for one variable ``v``: the
+        form a variable can be solved from (``v = (size - c) // k``).
+
+        >>> symbolic_shape("2*b + 1")[0].as_linear(), symbolic_shape("b*b")[0].as_linear()
+        (('b', 2, 1), None)
+        """
+        terms = dict(self._terms)
+        linear = [(t, c) for t, c in terms.items() if t]
+        if len(linear) != 1 or len(linear[0][0]) != 1:
+            return None
+        (((factor, power),), k) = linear[0]
+        if power != 1 or not isinstance(factor, str):
+            return None
+        return factor, k, terms.get((), 0)
+
     def evaluate(self, env: Mapping[str, int]) -> int:
         """The value at integers ``env`` for the dimension variables.
 

@@ -88,11 +88,18 @@ class SymbolicFunction:
                     sizes[name], where[name] = size, f"args[{i}].shape[{axis}]"
                 else:
                     occurrences.append((d, size, f"args[{i}].shape[{axis}]"))
+        for d, size, place in occurrences:  # a variable seen only as k*v + c: solve it
+            linear = d.as_linear()
+            if linear is not None and linear[0] not in sizes:
+                v, k, c = linear
+                sizes[v] = _floor_div(hlo.subtract(size, constant(np.int64(c))),
+                                      constant(np.int64(k)))
+                where[v] = f"{place} (= {d})"
         missing = sorted(shape_poly.all_dim_vars([a.shape for a in self.avals]) - sizes.keys())
         if missing:
             raise ValueError(f"cannot lower with symbolic dimensions: the dimension variables "
-                             f"{missing} must each be, alone, the size of some argument "
-                             "dimension (e.g. 'b', not only '2*b')")
+                             f"{missing} must each be found from some argument dimension "
+                             "that is k*v + c (e.g. 'b' or '2*b', not only 'a*b')")
         _state.dims.append(sizes)
         if self.main:
             self._assert_shapes(sizes, where, occurrences)
