@@ -172,6 +172,23 @@ def test_constraints_in_nested_shard_maps_and_in_pmap():
     np.testing.assert_array_equal(np.asarray(lc.jit(_mapped(nested_jit, {"x"}))(X)), X * 2)
 
 
+@pytest.mark.parametrize("axis_names", [frozenset(), {"x"}])
+def test_a_body_closing_over_an_enclosing_traces_value(axis_names):
+    # The traced value enters the region whole on every device (it used to reach the
+    # lowering as a constant, a TracerArrayConversionError); its gradient sums over them.
+    v = np.linspace(1, 2, 16, dtype=np.float32).reshape(8, 2)
+
+    def loss(w, a):
+        return _mapped(lambda b: jnp.sin(b * w[:2]), axis_names)(a).sum()
+    blocks = X.reshape(4, 2, 2)
+    np.testing.assert_allclose(float(lc.jit(loss)(v, X)), np.sin(blocks * v[:2]).sum(),
+                               rtol=1e-5)
+    want = np.zeros_like(v)
+    want[:2] = sum(b * np.cos(b * v[:2]) for b in blocks)
+    np.testing.assert_allclose(np.asarray(lc.jit(lc.grad(loss))(v, X)), want, rtol=1e-5,
+                               atol=1e-5)
+
+
 # ---------------------------------------------------------------------------
 # Typed layouts of explicit sharding
 

@@ -41,7 +41,7 @@ from lamella.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from lamella.core.primitive import Primitive
 from lamella.core.rules import Zero, instantiate_zeros, is_undefined_primal
 from lamella.core.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, get_mesh
-from lamella.core.staging import trace_to_jaxpr
+from lamella.core.staging import hoist_tracer_consts, trace_to_jaxpr
 from lamella.core.trace import set_current_trace
 from lamella.core.trace_queries import extend_axis_env
 from lamella.core.tree_util import tree_flatten, tree_unflatten
@@ -524,7 +524,11 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         else:  # the body may close over this trace's values: traced for this call only
             traced = _trace_call(tree, avals)
         params, out_tree = traced
-        return tree_unflatten(out_tree, list(shard_map_p.bind(*flat, **params)))
+        body, closed_over = hoist_tracer_consts(params["jaxpr"].jaxpr, params["jaxpr"].consts)
+        if closed_over:  # values of an enclosing trace: whole on every device, as in JAX
+            params = dict(params, jaxpr=body, in_specs=(
+                *(((),) * len(v.aval.shape) for v in closed_over), *params["in_specs"]))
+        return tree_unflatten(out_tree, list(shard_map_p.bind(*closed_over, *flat, **params)))
 
     def _trace_call(tree, avals):
         manual = _manual_axes(chosen, requested)
