@@ -245,7 +245,7 @@ def test_callbacks_in_a_partial_region_are_jaxs_not_implemented_error(kind):
             vmap_method="sequential")),
     }[kind]
     with pytest.raises(NotImplementedError, match="all mesh axes are partitioned manually"
-                                                  r".*\['y'\] stay Auto"):
+                                                  r".*\['y'\] are not manual"):
         lc.jit(_mapped(body, {"x"}))(X)
 
 

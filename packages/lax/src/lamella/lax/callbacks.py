@@ -190,17 +190,18 @@ def waiting_for_callbacks(dispatcher: Callable[..., Any]) -> Callable[..., Any]:
 
 def _only_fully_manual(ctx: LoweringRuleContext) -> None:
     """pure_callback and io_callback run inside shard_map only where every mesh axis is
-    manual (as in JAX): where some stay Auto, XLA's partitioner would have to place the
-    call inside a manual subgroup itself, and it aborts the process instead."""
+    manual (as in JAX): where some are not (Auto, Explicit), XLA's partitioner would
+    have to place the call inside a manual subgroup itself, and it aborts the process
+    instead."""
     region = ctx.module_context.axis_context
     if region is None:
         return
-    auto = [n for n, t in zip(region.axis_names, region.axis_types) if t != AxisType.Manual]
-    if auto:
+    others = [n for n, t in zip(region.axis_names, region.axis_types) if t != AxisType.Manual]
+    if others:
         raise NotImplementedError(
             "callbacks are only supported in spmd computations when all mesh axes are "
             "partitioned manually (no partial automatic sharding). Here the mesh axes "
-            f"{auto} stay Auto: leave axis_names= out of shard_map, or name them in it.")
+            f"{others} are not manual: leave axis_names= out of shard_map, or name them in it.")
 
 
 # ---------------------------------------------------------------------------
