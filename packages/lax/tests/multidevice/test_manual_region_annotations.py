@@ -259,16 +259,32 @@ def test_callbacks_where_every_axis_is_manual_run_on_each_block():
     np.testing.assert_array_equal(np.asarray(lc.jit(_mapped(outer, {"x"}))(X)), X * 2)
 
 
-def test_debug_callbacks_in_a_partial_region_see_the_blocks():
+@pytest.mark.parametrize("ordered,partitioned", [(False, False), (False, True),
+                                                 (True, False)])
+def test_debug_callbacks_in_a_partial_region_run_once_per_block(ordered, partitioned):
+    # As in JAX 0.10.2: once per manual subgroup (4 here, not once per device), with
+    # the block whole; ordered ones keep their order on each (JAX refuses those).
     seen = []
 
     def body(b):
-        lc.debug.callback(lambda v: seen.append(np.asarray(v).copy()), b)
-        lc.debug.print("block {b}", b=b, ordered=True)
+        for offset in (0, 100):
+            lc.debug.callback(lambda v, o=offset: seen.append(np.asarray(v) + o), b,
+                              ordered=ordered, partitioned=partitioned)
         return b * 2
     out = lc.jit(_mapped(body, {"x"}))(X)
     np.testing.assert_array_equal(np.asarray(out), X * 2)
-    assert {tuple(s.ravel()) for s in seen} == {tuple(b.ravel()) for b in X.reshape(4, 2, 2)}
+    blocks = sorted(tuple(b.ravel()) for b in X.reshape(4, 2, 2))
+    assert sorted(tuple(s.ravel()) for s in seen) == sorted(
+        blocks + [tuple(np.add(b, 100)) for b in blocks])
+    if ordered:
+        firsts = [i for i, s in enumerate(seen) if s.ravel()[0] < 100]
+        assert all(np.array_equal(seen[i + 1], seen[i] + 100) for i in firsts)
+
+
+def test_debug_print_in_a_partial_region_prints_each_block_once(capsys):
+    lc.jit(_mapped(lambda b: (lc.debug.print("row {r}", r=b[0]), b)[1], {"x"}))(X)
+    lines = sorted(capsys.readouterr().out.splitlines())
+    assert lines == sorted(f"row {b[0]}" for b in X.reshape(4, 2, 2))
 
 
 # ---------------------------------------------------------------------------

@@ -70,6 +70,15 @@ def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Seque
     A `partitioned` call runs on every device with its part of the operands; one with
     a `sharding` (a SingleDeviceSharding) on that device."""
     module = ctx.module_context
+    region = module.axis_context
+    if region is not None and not ctx.avals_out and AxisType.Manual in region.axis_types \
+            and any(t != AxisType.Manual for t in region.axis_types):
+        # A debug callback in a partly manual region runs once per manual subgroup.
+        from lamella.lax.spmd_collectives import once_per_subgroup
+        once_per_subgroup(module, operands, ordered, lambda values: emit_python_callback(
+            ctx, function, values, has_side_effect=has_side_effect, ordered=ordered,
+            partitioned=partitioned, sharding=sharding))
+        return []
     target = callback_target(ctx.platform, partitioned)
     result_types = [aval_to_ir_type(a) for a in ctx.avals_out]
     operands = list(operands)

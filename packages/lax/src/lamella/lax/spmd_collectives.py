@@ -13,6 +13,7 @@ the group members are partition ids.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ from lamella.lax.parallel import (
     psum_p,
     reduce_scatter_p,
 )
-from lamella.lax.shard_map import subgroup_sharding
+from lamella.lax.shard_map import _manual_mesh, subgroup_sharding
 
 
 def _mesh(ctx: Any, name: str) -> Any:
@@ -180,6 +181,40 @@ def _fully_manual(mesh: Any, x: ir.Value | None, build: Any) -> ir.Value:
                     "{manual}")
     y = _marked(build(x), "Sharding", "{manual}")
     return _marked(y, "SPMDShardToFullShape", _copies(mesh, y))
+
+
+def once_per_subgroup(module: Any, operands: Sequence[ir.Value], ordered: bool,
+                      emit: Callable[[list[ir.Value]], None]) -> None:
+    """Emits a host callback without results, `emit(values)`, so that it runs once for
+    each manual subgroup of a region whose other mesh axes are not manual (as JAX runs
+    debug callbacks there): on the subgroup's first device, in a region manual over
+    every axis (XLA's partitioner places no callback itself in a manual subgroup),
+    with the operands whole there. An ordered callback's token goes through."""
+    mesh = module.axis_context
+    values = [_marked(_marked(x, "Sharding", _copies(mesh, x)), "SPMDFullToShardShape",
+                      "{manual}") for x in operands]
+    others = tuple(n for n, t in zip(mesh.axis_names, mesh.axis_types)
+                   if t != AxisType.Manual)
+    first = hlo.compare(_position(mesh, others, "{manual}"),
+                        lowering.ir_constant(np.int32(0)),
+                        hlo.ComparisonDirectionAttr.get("EQ"))
+    outer = ir.InsertionPoint.current.block
+    token = (module.effect_tokens.get(outer) or hlo.after_all([])) if ordered else None
+    branch = hlo.IfOp([token.type] if ordered else [], first)
+    module.axis_context = _manual_mesh(mesh, frozenset(mesh.axis_names))
+    try:
+        then = branch.true_branch.blocks.append()
+        with ir.InsertionPoint(then):
+            if ordered:
+                module.effect_tokens[then] = token
+            emit(values)
+            hlo.return_([module.effect_tokens[then]] if ordered else [])
+        with ir.InsertionPoint(branch.false_branch.blocks.append()):
+            hlo.return_([token] if ordered else [])
+    finally:
+        module.axis_context = mesh
+    if ordered:
+        module.effect_tokens[outer] = branch.results[0]
 
 
 def _axis_index(ctx, *, axis_name):
