@@ -339,7 +339,18 @@ def manual_region_sharding(region: Mesh, sharding: NamedSharding, ndim: int) -> 
     None: nothing to say. Every annotation written there must be one of these: XLA aborts
     the process on any other. It can split the block only over the axes that stay Auto
     (a manual-subgroup sharding); where every axis is manual, a layout naming no axis
-    says nothing, and naming a manual axis is an error."""
+    says nothing, and naming a manual axis is an error.
+
+    >>> import lamella.core as lc
+    >>> from lamella.core.sharding import P
+    >>> region = Mesh(np.array(lc.devices()[:1]).reshape(1, 1), ("x", "y"),
+    ...               (AxisType.Manual, AxisType.Auto))
+    >>> manual_region_sharding(region, NamedSharding(region, P(None, "y")), 2)
+    '{replicated}'
+    >>> manual_region_sharding(region, NamedSharding(region, P("x")), 2)
+    Traceback (most recent call last):
+    ValueError: The spec of NamedSharding passed to with_sharding_constraint can only refer ...
+    """
     manual = frozenset(n for n, t in zip(region.axis_names, region.axis_types)
                        if t == AxisType.Manual)
     spec = sharding.spec._normalized(ndim)
