@@ -351,7 +351,7 @@ class SpmdProgram:
         self.lowered = lowered
         self.plan = plan
         # Programs that call Python back are waited for, and a callback's exception is
-        # raised as itself (as single-device ones).
+        # raised as XLA's error once every device is done (see `_DeferredErrors`).
         self.calls_host = bool(lowered.host_callbacks)
         annotate(lowered, plan)
         self._deferred = _DeferredErrors(lowered.module, lowered.host_callbacks)
