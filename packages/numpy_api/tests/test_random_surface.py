@@ -57,5 +57,6 @@ def test_dtype_defaults_warnings_and_sharding():
         assert jr.normal(k, (2,), lnp.float64).dtype == np.float32
     with pytest.raises(lnp.TypePromotionError, match="cannot safely cast"):
         jr.lognormal(k, shape=(2,), dtype=lnp.float16)  # JAX's float32 default sigma
-    with pytest.raises(TypeError, match="only supports None"):
+    with pytest.raises(TypeError, match="argument of uniform only supports instances of "
+                                        "`NamedSharding` or `PartitionSpec`"):
         jr.uniform(k, (2,), out_sharding="x")

@@ -7,6 +7,7 @@ import pytest
 
 import lamella.core as lc
 import lamella.numpy as jnp
+import lamella.random as jr
 from lamella.core.sharding import NamedSharding, P, make_mesh, set_mesh
 
 MESH = make_mesh((4, 2), ("x", "y"))
@@ -95,3 +96,17 @@ def test_device_and_out_sharding_together_are_an_error():
 def test_a_contraction_over_split_dimensions_needs_out_sharding():
     with pytest.raises(Exception, match="Contracting dimensions are sharded"):
         lc.make_jaxpr(jnp.dot)(put(X, "x", "y"), put(W, "y"))
+
+
+@pytest.mark.parametrize("sample, args", [
+    ("normal", ((8, 4),)), ("uniform", ((8, 4),)), ("randint", ((8, 4), 0, 10)),
+    ("bits", ((8, 4),)),
+])
+def test_samplers_with_out_sharding(sample, args):
+    key = jr.key(0)
+    out = getattr(jr, sample)(key, *args, out_sharding=P("x", "y"))
+    dtype = {"randint": "int32", "bits": "uint32"}.get(sample, "float32")
+    assert str(lc.typeof(out)) == f"{dtype}[8@x,4@y]"  # as JAX 0.10.2
+    assert out.sharding == lc.typeof(out).sharding
+    # the same numbers as unsharded (JAX's too: its threefry is partitionable)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(getattr(jr, sample)(key, *args)))

@@ -518,6 +518,10 @@ def out_sharding_of(name: str, out_sharding: Any) -> NamedSharding | None:
     """
     if out_sharding is None:
         return None
+    if not isinstance(out_sharding, (NamedSharding, PartitionSpec)):
+        raise TypeError(f"`out_sharding` argument of {name} only supports instances of "
+                        f"`NamedSharding` or `PartitionSpec`. Got {out_sharding} of type: "
+                        f"{type(out_sharding)}")
     if isinstance(out_sharding, PartitionSpec) and get_mesh() is None:
         raise ValueError(f"{name}: out_sharding={out_sharding!r} is a PartitionSpec, which "
                          "needs a mesh: set one with set_mesh, or pass a NamedSharding")

@@ -14,6 +14,8 @@ functions that do not place results yet accept only `None` (`check_out_sharding`
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from lamella import lax
@@ -22,7 +24,8 @@ from lamella.core.trace import Tracer
 from lamella.lax.explicit_sharding import with_out_sharding
 from lamella.lax.runtime import arrays
 
-__all__ = ["check_out_sharding", "copy_array", "out_sharding_of", "place", "with_out_sharding"]
+__all__ = ["check_out_sharding", "copy_array", "out_sharding_of", "place", "places_result",
+           "with_out_sharding"]
 
 
 def check_out_sharding(name: str, out_sharding: Any) -> None:
@@ -33,6 +36,25 @@ def check_out_sharding(name: str, out_sharding: Any) -> None:
             f"`out_sharding` argument of lamella.numpy.{name} only supports None (got "
             f"{out_sharding!r} of type {type(out_sharding).__name__}); reshard the result "
             "with lamella.core.reshard instead.")
+
+
+def places_result(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """`fun`, whose `out_sharding=` keyword lays its result out (a NamedSharding, or a
+    PartitionSpec over the current mesh) and, under an Explicit mesh, types it so: what
+    JAX's samplers do with theirs. `fun` itself is called without it.
+
+    >>> import numpy as np
+    >>> @places_result
+    ... def twice(x, *, out_sharding=None):
+    ...     return lax.mul(x, 2.0)
+    >>> twice(np.float32(1.5))
+    Array(3., dtype=float32)
+    """
+    @functools.wraps(fun)
+    def placed(*args: Any, out_sharding: Any = None, **kwargs: Any) -> Any:
+        sharding = out_sharding_of(fun.__name__, out_sharding)
+        return with_out_sharding(fun(*args, **kwargs), sharding)
+    return placed
 
 
 def place(x: Any, device: Any = None, out_sharding: Any = None, name: str = "") -> Any:

@@ -27,7 +27,7 @@ import lamella.numpy as lnp
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.lax import linalg
-from lamella.numpy.placement import check_out_sharding
+from lamella.numpy.placement import places_result
 from lamella.numpy.util import check_arraylike, concrete_int
 from lamella.numpy.util import shape as _shape
 from lamella.random._checks import (
@@ -69,6 +69,7 @@ def _uniform(words: Any, shape: tuple[int, ...], dtype: np.dtype, minval: Any,
     return lax.max(minval, lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval))
 
 
+@places_result
 def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any = 0.0,
             maxval: Any = 1.0, *, out_sharding: Any = None) -> Any:
     """Uniform samples on [minval, maxval) (bounds broadcast against `shape`).
@@ -79,7 +80,6 @@ def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any 
     >>> uniform(key(0), (2, 3), minval=-1.0, maxval=1.0).shape
     (2, 3)
     """
-    check_out_sharding("uniform", out_sharding)
     words, dtype, shape, (minval, maxval) = prepare("uniform", key, dtype, shape, minval, maxval,
                                                     shape_optional=False)
     return _uniform(words, shape, dtype, minval, maxval)
@@ -106,6 +106,7 @@ def _normal(words: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return lax.div(lax.add(re, lax.mul(np.array(1j, dtype), im)), np.array(np.sqrt(2), dtype))
 
 
+@places_result
 def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None,
            *, out_sharding: Any = None) -> Any:
     """Standard normal samples (complex dtypes: real and imaginary parts of variance 1/2).
@@ -114,12 +115,12 @@ def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None,
     >>> normal(PRNGKey(42), (3,))
     Array([-0.02830462,  0.46713185,  0.29570296], dtype=float32)
     """
-    check_out_sharding("normal", out_sharding)
     words, _ = _single_key("normal", key)
     dtype = float_dtype("normal", dtype, complex_ok=True)
     return _normal(words, _canonical_shape("normal", shape), dtype)
 
 
+@places_result
 def lognormal(key: Any, sigma: Any = np.float32(1.0), shape: Sequence[int] | None = None,  # noqa: B008 (JAX's strongly typed default)
               dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Lognormal samples: `exp(sigma * normal)` (shape defaults to sigma's shape).
@@ -128,7 +129,6 @@ def lognormal(key: Any, sigma: Any = np.float32(1.0), shape: Sequence[int] | Non
     >>> lognormal(PRNGKey(42), 0.5, (2,)).shape
     (2,)
     """
-    check_out_sharding("lognormal", out_sharding)
     words, _ = _single_key("lognormal", key)
     dtype = float_dtype("lognormal", dtype, complex_ok=True)
     check_arraylike("lognormal", sigma)
@@ -142,6 +142,7 @@ def lognormal(key: Any, sigma: Any = np.float32(1.0), shape: Sequence[int] | Non
     return lax.exp(lax.mul(_normal(words, shape, dtype), broadcast_to(sigma, shape)))
 
 
+@places_result
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | None = None,
                      dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Standard normal samples truncated to the open interval (lower, upper).
@@ -151,7 +152,6 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | No
     >>> bool((abs(x) < 1).all())
     True
     """
-    check_out_sharding("truncated_normal", out_sharding)
     words, dtype, shape, (lower, upper) = prepare("truncated_normal", key, dtype, shape, lower,
                                                   upper)
     sqrt2 = const(dtype, np.sqrt(2))
@@ -163,6 +163,7 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | No
     return lnp.clip(out, lo, hi)
 
 
+@places_result
 def exponential(key: Any, shape: Sequence[int] = (), dtype: Any = None,
                 *, out_sharding: Any = None) -> Any:
     """Exponential samples of rate 1: `-log1p(-u)`.
@@ -171,13 +172,13 @@ def exponential(key: Any, shape: Sequence[int] = (), dtype: Any = None,
     >>> bool((exponential(key(0), (50,)) >= 0).all())
     True
     """
-    check_out_sharding("exponential", out_sharding)
     words, _ = _single_key("exponential", key)
     dtype = float_dtype("exponential", dtype)
     u = _standard_uniform(words, _canonical_shape("exponential", shape), dtype)
     return lax.neg(lax.log1p(lax.neg(u)))
 
 
+@places_result
 def laplace(key: Any, shape: Sequence[int] = (), dtype: Any = None,
             *, out_sharding: Any = None) -> Any:
     """Laplace samples (location 0, scale 1).
@@ -186,7 +187,6 @@ def laplace(key: Any, shape: Sequence[int] = (), dtype: Any = None,
     >>> laplace(key(0), (2, 2)).shape
     (2, 2)
     """
-    check_out_sharding("laplace", out_sharding)
     words, _ = _single_key("laplace", key)
     dtype = float_dtype("laplace", dtype)
     lo = const(dtype, -1.0 + float(lnp.finfo(dtype).epsneg))
@@ -194,6 +194,7 @@ def laplace(key: Any, shape: Sequence[int] = (), dtype: Any = None,
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
 
+@places_result
 def logistic(key: Any, shape: Sequence[int] = (), dtype: Any = None,
              *, out_sharding: Any = None) -> Any:
     """Standard logistic samples: `log(u) - log1p(-u)`.
@@ -202,7 +203,6 @@ def logistic(key: Any, shape: Sequence[int] = (), dtype: Any = None,
     >>> logistic(key(0), (3,)).dtype
     dtype('float32')
     """
-    check_out_sharding("logistic", out_sharding)
     words, _ = _single_key("logistic", key)
     dtype = float_dtype("logistic", dtype)
     u = _standard_uniform(words, _canonical_shape("logistic", shape), dtype,
@@ -210,6 +210,7 @@ def logistic(key: Any, shape: Sequence[int] = (), dtype: Any = None,
     return lax.sub(lax.log(u), lax.log1p(lax.neg(u)))
 
 
+@places_result
 def cauchy(key: Any, shape: Sequence[int] = (), dtype: Any = None,
            *, out_sharding: Any = None) -> Any:
     """Standard Cauchy samples: `tan(pi * (u - 1/2))`.
@@ -218,7 +219,6 @@ def cauchy(key: Any, shape: Sequence[int] = (), dtype: Any = None,
     >>> cauchy(key(0), (3,)).shape
     (3,)
     """
-    check_out_sharding("cauchy", out_sharding)
     words, _ = _single_key("cauchy", key)
     dtype = float_dtype("cauchy", dtype)
     u = _standard_uniform(words, _canonical_shape("cauchy", shape), dtype,
@@ -253,6 +253,7 @@ def _gumbel(words: Any, shape: tuple[int, ...], dtype: np.dtype, mode: str | Non
     return lax.neg(lax.log(lax.neg(lax.log(u))))
 
 
+@places_result
 def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = None, mode: str | None = None,
            *, out_sharding: Any = None) -> Any:
     """Standard Gumbel samples: `-log(-log(u))` (mode="high": finer in the left tail).
@@ -261,11 +262,11 @@ def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = None, mode: str | N
     >>> gumbel(key(0), (3,)).shape
     (3,)
     """
-    check_out_sharding("gumbel", out_sharding)
     words, _ = _single_key("gumbel", key)
     return _gumbel(words, _canonical_shape("gumbel", shape), float_dtype("gumbel", dtype), mode)
 
 
+@places_result
 def pareto(key: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = None,
            *, out_sharding: Any = None) -> Any:
     """Pareto samples of shape parameter `b` (support [1, inf)): `exp(E / b)`.
@@ -274,7 +275,6 @@ def pareto(key: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = No
     >>> bool((pareto(key(0), 2.0, (20,)) >= 1).all())
     True
     """
-    check_out_sharding("pareto", out_sharding)
     words, dtype, shape, (b,) = prepare("pareto", key, dtype, shape, b)
     e = lax.neg(lax.log1p(lax.neg(_standard_uniform(words, shape, dtype))))
     return lax.exp(lax.div(e, broadcast_to(b, shape)))
@@ -295,6 +295,7 @@ def weibull_min(key: Any, scale: Any, concentration: Any, shape: Sequence[int] =
                                   lnp.divide(const(dtype, 1.0), concentration)), scale)
 
 
+@places_result
 def rayleigh(key: Any, scale: Any, shape: Sequence[int] | None = None,
              dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Rayleigh samples: `scale * sqrt(-2 log u)`.
@@ -303,12 +304,12 @@ def rayleigh(key: Any, scale: Any, shape: Sequence[int] | None = None,
     >>> rayleigh(key(0), 1.0, (3,)).shape
     (3,)
     """
-    check_out_sharding("rayleigh", out_sharding)
     words, dtype, shape, (scale,) = prepare("rayleigh", key, dtype, shape, scale)
     log_u = lax.log(_standard_uniform(words, shape, dtype))
     return lax.mul(broadcast_to(scale, shape), lax.sqrt(lax.mul(log_u, const(dtype, -2.0))))
 
 
+@places_result
 def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = None,
          *, out_sharding: Any = None) -> Any:
     """Wald (inverse Gaussian) samples of `mean` and scale 1.
@@ -317,7 +318,6 @@ def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = N
     >>> bool((wald(key(0), 1.0, (20,)) > 0).all())
     True
     """
-    check_out_sharding("wald", out_sharding)
     words, dtype, shape, (mean,) = prepare("wald", key, dtype, shape, mean)
     k1, k2 = _split_n(words, 2)
     mean = broadcast_to(mean, shape)
@@ -331,6 +331,7 @@ def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = N
     return lnp.where(z <= mean / (mean + x), x, mean_sq / x)
 
 
+@places_result
 def triangular(key: Any, left: Any, mode: Any, right: Any,
                shape: Sequence[int] | None = None, dtype: Any = None,
                *, out_sharding: Any = None) -> Any:
@@ -341,7 +342,6 @@ def triangular(key: Any, left: Any, mode: Any, right: Any,
     >>> bool(((x >= 0) & (x <= 3)).all())
     True
     """
-    check_out_sharding("triangular", out_sharding)
     words, dtype, shape, params = prepare("triangular", key, dtype, shape, left, mode, right)
     left, mode, right = (broadcast_to(v, shape) for v in params)
     u = _standard_uniform(words, shape, dtype)
@@ -356,6 +356,7 @@ def _maxwell(words: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return lax.sqrt(lax.reduce_sum(lax.mul(z, z), (len(shape),)))
 
 
+@places_result
 def maxwell(key: Any, shape: Sequence[int] = (), dtype: Any = None,
             *, out_sharding: Any = None) -> Any:
     """Maxwell samples: the length of a standard normal 3-vector.
@@ -364,7 +365,6 @@ def maxwell(key: Any, shape: Sequence[int] = (), dtype: Any = None,
     >>> maxwell(key(0), (2,)).shape
     (2,)
     """
-    check_out_sharding("maxwell", out_sharding)
     words, _ = _single_key("maxwell", key)
     return _maxwell(words, _canonical_shape("maxwell", shape), float_dtype("maxwell", dtype))
 
@@ -384,6 +384,7 @@ def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Sequence[int] = 
     return lnp.add(lnp.multiply(lax.mul(sign, _maxwell(k1, shape, dtype)), scale), loc)
 
 
+@places_result
 def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | None = None,
                         dtype: Any = None, method: str = "cholesky",
                         *, out_sharding: Any = None) -> Any:
@@ -398,7 +399,6 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
     >>> multivariate_normal(key(0), np.zeros(2), np.eye(2), (5,)).shape
     (5, 2)
     """
-    check_out_sharding("multivariate_normal", out_sharding)
     words, _ = _single_key("multivariate_normal", key)
     dtype = float_dtype("multivariate_normal", dtype)
     if method not in ("cholesky", "eigh", "svd"):
@@ -433,6 +433,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
     return lnp.add(mean, lax.squeeze(product, (len(_shape(product)) - 1,)))
 
 
+@places_result
 def orthogonal(key: Any, n: int, shape: Sequence[int] = (), dtype: Any = None,
                m: int | None = None, *, out_sharding: Any = None) -> Any:
     """Haar-distributed orthogonal (or unitary) n-by-m matrices (m defaults to n).
@@ -446,7 +447,6 @@ def orthogonal(key: Any, n: int, shape: Sequence[int] = (), dtype: Any = None,
     >>> bool(np.allclose(q @ q.T, np.eye(3), atol=1e-5))
     True
     """
-    check_out_sharding("orthogonal", out_sharding)
     words, _ = _single_key("orthogonal", key)
     dtype = float_dtype("orthogonal", dtype, complex_ok=True)
     shape = _canonical_shape("orthogonal", shape)

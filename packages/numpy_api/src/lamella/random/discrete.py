@@ -24,7 +24,7 @@ from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core.trace import aval_of
 from lamella.numpy.dtypes import promote_dtypes_inexact
-from lamella.numpy.placement import check_out_sharding
+from lamella.numpy.placement import places_result
 from lamella.numpy.util import asarray_internal, canonicalize_axis, check_arraylike, concrete_int
 from lamella.numpy.util import shape as _shape
 from lamella.random._checks import (
@@ -77,6 +77,7 @@ def _as_int(name: str, x: Any) -> Any:
     return x
 
 
+@places_result
 def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any = None,
             *, out_sharding: Any = None) -> Any:
     """Uniform integers in [minval, maxval), bounds clipped to `dtype`'s range.
@@ -88,7 +89,6 @@ def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any
     >>> randint(key(0), (4,), 0, 256, "uint8").dtype
     dtype('uint8')
     """
-    check_out_sharding("randint", out_sharding)
     words, _ = _single_key("randint", key)
     dtype = int_dtype("randint", dtype)
     shape = _canonical_shape("randint", shape)
@@ -122,6 +122,7 @@ def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any
     return lax.add(minval, lax.convert_element_type(offset, dtype))
 
 
+@places_result
 def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
               mode: str = "low", *, out_sharding: Any = None) -> Any:
     """Booleans that are True with probability `p` (a float array or scalar).
@@ -133,7 +134,6 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
     >>> bernoulli(PRNGKey(0), 0.5, (4,))
     Array([False, False,  True,  True], dtype=bool)
     """
-    check_out_sharding("bernoulli", out_sharding)
     words, _ = _single_key("bernoulli", key)
     p = asarray_internal(p)
     if not lnp.issubdtype(p.dtype, np.floating):
@@ -151,6 +151,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
     return lnp.less(u2, lnp.subtract(p, u1))
 
 
+@places_result
 def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = None,
                *, out_sharding: Any = None) -> Any:
     """Random signs: -1 or +1 with equal probability.
@@ -159,12 +160,12 @@ def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = None,
     >>> rademacher(PRNGKey(0), (4,))
     Array([-1, -1,  1,  1], dtype=int32)
     """
-    check_out_sharding("rademacher", out_sharding)
     words, _ = _single_key("rademacher", key)
     dtype = core_dtypes.canonicalize_dtype(lnp.dtype(np.int64 if dtype is None else dtype))
     return _random_sign(words, _canonical_shape("rademacher", shape), dtype)
 
 
+@places_result
 def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any = None,
               *, out_sharding: Any = None) -> Any:
     """Geometric samples (trials up to the first success, support 1, 2, ...).
@@ -173,7 +174,6 @@ def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any =
     >>> bool((geometric(key(0), 0.3, (20,)) >= 1).all())
     True
     """
-    check_out_sharding("geometric", out_sharding)
     words, _ = _single_key("geometric", key)
     dtype = int_dtype("geometric", dtype)
     check_arraylike("geometric", p)
@@ -185,6 +185,7 @@ def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any =
     return lax.convert_element_type(g, dtype)
 
 
+@places_result
 def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None = None,
                 replace: bool = True, mode: str | None = None, *, out_sharding: Any = None) -> Any:
     """Category indices drawn with probabilities `softmax(logits)` along `axis`.
@@ -199,7 +200,6 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | No
     >>> categorical(key(0), np.log(np.float32([0.2, 0.8])), shape=(5,)).shape
     (5,)
     """
-    check_out_sharding("categorical", out_sharding)
     words, _ = _single_key("categorical", key)
     check_arraylike("categorical", logits)
     (logits,) = promote_dtypes_inexact(asarray_internal(logits))
@@ -263,6 +263,7 @@ def _take(arr: Any, indices: Any, axis: int) -> Any:
                       mode="promise_in_bounds")
 
 
+@places_result
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False,
                 *, out_sharding: Any = None) -> Any:
     """A random permutation of `range(x)` (x an int) or of `x`'s entries along `axis`.
@@ -274,7 +275,6 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False,
     >>> permutation(PRNGKey(42), 5).shape
     (5,)
     """
-    check_out_sharding("permutation", out_sharding)
     words, _ = _single_key("permutation", key)
     if isinstance(x, (int, np.integer)) or not _shape(x) and not isinstance(x, float):
         n = concrete_int(x, "permutation: an integer x")
@@ -441,6 +441,7 @@ def _iter_cap(dtype: np.dtype) -> np.int32:
     return np.int32(min(np.iinfo(np.int32).max, int(lnp.iinfo(dtype).max)))
 
 
+@places_result
 def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any = None,
             *, out_sharding: Any = None) -> Any:
     """Poisson samples of rate `lam` (Knuth's method below 10, transformed rejection above).
@@ -449,7 +450,6 @@ def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any =
     >>> poisson(key(0), 3.0, (4,)).dtype
     dtype('int32')
     """
-    check_out_sharding("poisson", out_sharding)
     words, _ = _single_key("poisson", key)
     dtype = int_dtype("poisson", dtype)
     lam = param(lam, np.dtype(np.float32))

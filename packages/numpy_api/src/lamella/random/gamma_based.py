@@ -29,7 +29,7 @@ from lamella.core import ShapedArray, ad, batching
 from lamella.core.batching import not_mapped
 from lamella.lax.lowering import lower_fun, register_lowering
 from lamella.lax.standard import standard_primitive
-from lamella.numpy.placement import check_out_sharding
+from lamella.numpy.placement import places_result
 from lamella.numpy.util import concrete_int
 from lamella.numpy.util import shape as _shape
 from lamella.random._checks import (
@@ -167,6 +167,7 @@ def _gamma_entry(name: str, key: Any, a: Any, shape: Any, dtype: Any, log_space:
     return _gamma(words, a, shape, dtype, log_space)
 
 
+@places_result
 def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = None,
           *, out_sharding: Any = None) -> Any:
     """Gamma samples of shape parameter `a` (scale 1), differentiable in `a`.
@@ -175,10 +176,10 @@ def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = Non
     >>> gamma(key(0), 2.0, (3,)).shape
     (3,)
     """
-    check_out_sharding("gamma", out_sharding)
     return _gamma_entry("gamma", key, a, shape, dtype, False)
 
 
+@places_result
 def loggamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = None,
              *, out_sharding: Any = None) -> Any:
     """Logarithms of gamma samples, computed in log space (accurate for tiny `a`).
@@ -187,10 +188,10 @@ def loggamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = 
     >>> bool(lax.is_finite(loggamma(key(0), 1e-3, (50,))).all())
     True
     """
-    check_out_sharding("loggamma", out_sharding)
     return _gamma_entry("loggamma", key, a, shape, dtype, True)
 
 
+@places_result
 def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None,
          dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Beta(a, b) samples: G_a / (G_a + G_b) computed from log-gamma samples.
@@ -200,7 +201,6 @@ def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None,
     >>> bool(((x > 0) & (x < 1)).all())
     True
     """
-    check_out_sharding("beta", out_sharding)
     words, dtype, shape, (a, b) = prepare("beta", key, dtype, shape, a, b)
     key_a, key_b = _split_n(words, 2)
     log_a = _gamma(key_a, a, shape, dtype, True)
@@ -211,6 +211,7 @@ def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None,
     return lax.div(ga, lax.add(ga, gb))
 
 
+@places_result
 def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None,
               dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Dirichlet samples over the last axis of `alpha` (shape `(*shape, k)`).
@@ -221,7 +222,6 @@ def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None,
     >>> x.shape, bool(np.allclose(x.sum(-1), 1, atol=1e-5))
     ((4, 3), True)
     """
-    check_out_sharding("dirichlet", out_sharding)
     words, _ = _single_key("dirichlet", key)
     dtype = float_dtype("dirichlet", dtype)
     alpha = param(alpha, dtype)
@@ -242,6 +242,7 @@ def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None,
     return lax.div(e, lax.broadcast_in_dim(total, _shape(e), tuple(range(last))))
 
 
+@places_result
 def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None,
               *, out_sharding: Any = None) -> Any:
     """Chi-square samples with `df` degrees of freedom: 2 * Gamma(df / 2).
@@ -250,7 +251,6 @@ def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any 
     >>> bool((chisquare(key(0), 3.0, (20,)) > 0).all())
     True
     """
-    check_out_sharding("chisquare", out_sharding)
     words, dtype, shape, (df,) = prepare("chisquare", key, dtype, shape, df)
     return _chisquare(words, df, shape, dtype)
 
@@ -260,6 +260,7 @@ def _chisquare(words: Any, df: Any, shape: tuple[int, ...], dtype: np.dtype) -> 
     return lax.mul(lax.exp(log_g), const(dtype, 2.0))
 
 
+@places_result
 def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None,
       dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """F-distribution samples: (X_num / dfnum) / (X_den / dfden) for chi-square X.
@@ -268,7 +269,6 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None,
     >>> f(key(0), 3.0, 5.0, (3,)).shape
     (3,)
     """
-    check_out_sharding("f", out_sharding)
     words, dtype, shape, (dfnum, dfden) = prepare("f", key, dtype, shape, dfnum, dfden)
     dfnum, dfden = broadcast_to(dfnum, shape), broadcast_to(dfden, shape)
     key_den, key_num = _split_n(words, 2)
@@ -277,6 +277,7 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None,
     return lax.div(num, den)
 
 
+@places_result
 def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None,
       *, out_sharding: Any = None) -> Any:
     """Student's t samples: Z * sqrt((df / 2) / Gamma(df / 2)).
@@ -285,7 +286,6 @@ def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None,
     >>> t(key(0), 4.0, (3,)).shape
     (3,)
     """
-    check_out_sharding("t", out_sharding)
     words, dtype, shape, (df,) = prepare("t", key, dtype, shape, df)
     key_n, key_g = _split_n(words, 2)
     z = _normal_real(key_n, shape, dtype)
@@ -301,6 +301,7 @@ def _generalized_normal(words: Any, p: Any, shape: tuple[int, ...], dtype: np.dt
     return lax.mul(_random_sign(k_sign, shape, dtype), lax.pow(g, inv_p))
 
 
+@places_result
 def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any = None,
                        *, out_sharding: Any = None) -> Any:
     """Generalized normal samples, density proportional to exp(-|x|**p).
@@ -309,12 +310,12 @@ def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any =
     >>> generalized_normal(key(0), 1.5, (3,)).shape
     (3,)
     """
-    check_out_sharding("generalized_normal", out_sharding)
     words, dtype, shape, (p,) = prepare("generalized_normal", key, dtype, shape, p,
                                         shape_optional=False)
     return _generalized_normal(words, p, shape, dtype)
 
 
+@places_result
 def ball(key: Any, d: int, p: float = 2, shape: Sequence[int] = (), dtype: Any = None,
          *, out_sharding: Any = None) -> Any:
     """Uniform samples from the unit p-norm ball in d dimensions (shape `(*shape, d)`).
@@ -325,7 +326,6 @@ def ball(key: Any, d: int, p: float = 2, shape: Sequence[int] = (), dtype: Any =
     >>> x.shape, bool((np.linalg.norm(x, axis=-1) <= 1).all())
     ((10, 3), True)
     """
-    check_out_sharding("ball", out_sharding)
     words, _ = _single_key("ball", key)
     dtype = float_dtype("ball", dtype)
     d = concrete_int(d, "ball: d")

@@ -36,7 +36,7 @@ from lamella.core.trace import Tracer, aval_of
 from lamella.core.tree_util import register_pytree_node
 from lamella.lax import random_bits as rb
 from lamella.numpy import dtypes as np_dtypes
-from lamella.numpy.placement import check_out_sharding
+from lamella.numpy.placement import places_result
 from lamella.numpy.util import asarray_internal, is_arraylike
 
 __all__ = ["PRNGImpl", "PRNGKey", "PRNGKeyArray", "PRNGKeyDType", "bits", "clone", "fold_in",
@@ -435,6 +435,7 @@ def _random_bits(words: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
     return rb.threefry_random_bits(words, bit_width, shape, partitionable=_partitionable())
 
 
+@places_result
 def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None,
          *, out_sharding: Any = None) -> Any:
     """Uniformly random unsigned integers of `shape` (dtype uint8/16/32/64, default uint32).
@@ -442,7 +443,6 @@ def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None,
     >>> bits(PRNGKey(42), (3,))
     Array([2098992034, 2919706841, 2646866425], dtype=uint32)
     """
-    check_out_sharding("bits", out_sharding)
     words, _ = _single_key("bits", key)
     if np.dtype(np.uint32 if dtype is None else dtype) not in _UNSIGNED:
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got "
