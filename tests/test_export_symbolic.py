@@ -283,3 +283,138 @@ def test_variable_found_from_a_linear_dimension():
     with pytest.raises(ValueError, match=r"args\[0\].shape\[0\] is 5, but the specification "
                                          r"'2\*b \+ 2' is 4"):
         exp.call(np.arange(5, dtype=np.float32))
+
+
+# --- lamella.numpy under a symbolic batch size -------------------------------------------
+# Each family returns a tuple of results; it is exported once with x: f32[b, 4] and called
+# at the sizes listed (more where a slice's clamping or a step's parity depends on b).
+
+def _numpy_split(x, sections, axis=0):
+    return tuple(np.split(x, sections, axis=axis))
+
+
+NUMPY_FAMILIES = {
+    # name: (function of x, NumPy reference, batch sizes to call at)
+    "basic indexing": (
+        lambda x: (x[:, 1:3], x[0], x[-1], x[:, None], x[..., ::2], x[1:], x[:-1], x[-1:],
+                   x[::-1], x[::2], x[1::2], x[::-2], x[-2::-1], x[:, -1], x[0, 1],
+                   x[x.shape[0] - 1:]),
+        lambda x: (x[:, 1:3], x[0], x[-1], x[:, None], x[..., ::2], x[1:], x[:-1], x[-1:],
+                   x[::-1], x[::2], x[1::2], x[::-2], x[-2::-1], x[:, -1], x[0, 1],
+                   x[len(x) - 1:]),
+        (1, 3, 4)),
+    "reshape and broadcast_to": (
+        lambda x: (x.reshape(x.shape[0], -1), jnp.reshape(x, (-1, 2)),
+                   x.reshape(x.shape[0], 2, 2).sum(2), x.reshape(-1, x.shape[0]),
+                   jnp.broadcast_to(Y4, (x.shape[0], 4)) * x,
+                   jnp.broadcast_to(x[:, :1], (2, x.shape[0], 3))),
+        lambda x: (x.reshape(len(x), -1), x.reshape(-1, 2), x.reshape(len(x), 2, 2).sum(2),
+                   x.reshape(-1, len(x)), Y4 * x, np.broadcast_to(x[:, :1], (2, len(x), 3))),
+        (1, 3)),
+    "zeros, ones, full and the like family": (
+        lambda x: (jnp.zeros((x.shape[0], 4)) + x, jnp.ones((x.shape[0], 2), jnp.int32),
+                   jnp.full((x.shape[0],), 2.5), jnp.full(x.shape[0], x.shape[0]),
+                   jnp.zeros_like(x) + 1.0, jnp.ones_like(x), jnp.full_like(x, 3.0),
+                   jnp.zeros_like(x, shape=(x.shape[0], 2)), jnp.empty_like(x).shape[0] * x,
+                   jnp.empty((x.shape[0], 3)).shape[0] + jnp.ones(x.shape)),
+        lambda x: (x, np.ones((len(x), 2), np.int32), np.full(len(x), 2.5),
+                   np.full(len(x), len(x)), np.ones_like(x), np.ones_like(x),
+                   np.full_like(x, 3), np.zeros((len(x), 2)), len(x) * x,
+                   len(x) + np.ones_like(x)),
+        (1, 3)),
+    "arange and dimensions as values": (
+        lambda x: (jnp.arange(x.shape[0]), jnp.arange(1, x.shape[0]),
+                   jnp.arange(0, x.shape[0], 2), jnp.arange(x.shape[0], dtype=jnp.float32),
+                   jnp.arange(x.shape[0], 0, -1), jnp.asarray(x.shape[0]),
+                   jnp.array(x.shape[0]), jnp.array([x.shape[0], 2]), jnp.array(x.shape),
+                   jnp.asarray(x.shape[0], dtype=jnp.float32) * x),
+        lambda x: (np.arange(len(x)), np.arange(1, len(x)), np.arange(0, len(x), 2),
+                   np.arange(len(x)), np.arange(len(x), 0, -1), len(x), len(x),
+                   np.array([len(x), 2]), np.array(x.shape), len(x) * x),
+        (1, 3, 4)),
+    "eye, identity and tri": (
+        lambda x: (jnp.eye(x.shape[0]), jnp.eye(x.shape[0], 4, k=1), jnp.identity(x.shape[0]),
+                   jnp.tri(x.shape[0]), jnp.tri(x.shape[0], 4, -1), jnp.triu(x @ x.T)),
+        lambda x: (np.eye(len(x)), np.eye(len(x), 4, k=1), np.identity(len(x)),
+                   np.tri(len(x)), np.tri(len(x), 4, -1), np.triu(x @ x.T)),
+        (1, 3)),
+    "concatenate, stack and split": (
+        lambda x: (jnp.concatenate([x, x[::-1]]), jnp.stack([x, 2 * x], axis=1),
+                   jnp.vstack([x, x]), *jnp.split(x, 2, axis=1),
+                   *jnp.split(jnp.concatenate([x, -x, x]), 3), *jnp.split(x, [1])),
+        lambda x: (np.concatenate([x, x[::-1]]), np.stack([x, 2 * x], axis=1),
+                   np.vstack([x, x]), *_numpy_split(x, 2, 1),
+                   *_numpy_split(np.concatenate([x, -x, x]), 3), *_numpy_split(x, [1])),
+        (1, 3)),
+    "einsum": (
+        lambda x: (jnp.einsum("bi,bj->ij", x, x), jnp.einsum("bi,ij->bj", x, W[:, :1] * Y4),
+                   jnp.einsum("bi,bj,bk->ijk", x, x, x), jnp.einsum("bi->b", x),
+                   jnp.einsum("bi,ci->bc", x, x)),
+        lambda x: (np.einsum("bi,bj->ij", x, x), np.einsum("bi,ij->bj", x, W[:, :1] * Y4),
+                   np.einsum("bi,bj,bk->ijk", x, x, x), x.sum(1), x @ x.T),
+        (1, 3)),
+    "mean, var and std": (
+        lambda x: (jnp.mean(x, axis=0), jnp.var(x, axis=0), jnp.std(x, axis=0, ddof=1),
+                   jnp.mean(x), jnp.average(x, axis=0), jnp.nanmean(x, axis=0)),
+        lambda x: (x.mean(0), x.var(0), x.std(0, ddof=1), x.mean(), x.mean(0), x.mean(0)),
+        (1, 3)),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Degrees of freedom", "ignore:invalid value")
+@pytest.mark.parametrize("name", list(NUMPY_FAMILIES))
+def test_numpy_with_a_symbolic_batch(name):
+    fun, reference, sizes = NUMPY_FAMILIES[name]
+    exp = export.export(lc.jit(fun))(X_SPEC)
+    for n in sizes:
+        x = _x(n, seed=11)
+        got, want = exp.call(x), reference(x.astype(np.float64))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            g = np.asarray(g)
+            if g.dtype.kind in "iu":
+                np.testing.assert_array_equal(g, w)
+            elif g.size:
+                _close(g, np.asarray(w).astype(g.dtype))
+            else:
+                assert g.shape == np.shape(w)
+
+
+def test_numpy_symbolic_result_shapes():
+    # The result shapes are the dimension expressions JAX 0.10.2 gives.
+    exp = export.export(lc.jit(lambda x: (
+        x[1:], x[::2], x[1::2], x[-2::-1], jnp.arange(1, x.shape[0]), jnp.eye(x.shape[0], 4),
+        jnp.reshape(x, (-1, 2)))))(X_SPEC)
+    assert [a.shape for a in exp.out_avals] == [
+        (B - 1, 4), ((B + 1) // 2, 4), (B // 2, 4), (B - 1, 4), (B - 1,), (B, 4), (2 * B, 2)]
+    assert exp.out_avals[4].dtype == np.int32
+
+
+@pytest.mark.parametrize("fun, match", [
+    # Clamping these bounds differs between sizes: JAX keeps min(b, 2) or max(0, b - 2),
+    # which lamella's dimension expressions cannot write.
+    (lambda x: x[:2], "'b' <= '2' is inconclusive"),
+    (lambda x: x[1:-1], "'b - 2' <= '0' is inconclusive"),
+    (lambda x: x[3], "'b - 1' < '3' is inconclusive"),
+    (lambda x: jnp.arange(x.shape[0], 10), "is inconclusive"),
+    # As JAX: no num that is a dimension.
+    (lambda x: jnp.linspace(0.0, 1.0, x.shape[0]), "'b - 1' < '1' is inconclusive"),
+])
+def test_numpy_symbolic_inconclusive(fun, match):
+    with pytest.raises(export.InconclusiveDimensionOperation, match=match):
+        export.export(lc.jit(fun))(X_SPEC)
+
+
+@pytest.mark.parametrize("fun, match", [
+    (lambda x: x[jnp.array([0, 0])], "Indexing with integer arrays on an array of symbolic "
+                                     r"shape \(b, 4\) needs the primitive 'gather'"),
+    (lambda x: x[:, np.array([0, 2])], "needs the primitive 'gather'"),
+    (lambda x: x.at[0].set(1.0), r"Updating x.at\[...\] .* needs the primitive 'scatter'"),
+    (lambda x: jnp.split(x, 2), "array split does not result in an equal division: axis 0 of "
+                                "size b into 2 sections"),
+    (lambda x: jnp.array_split(x, 2), "the rest is mod"),
+    (lambda x: jnp.cumsum(x, axis=1), "The primitive 'cumsum' does not support symbolic"),
+])
+def test_numpy_symbolic_refusals_are_named(fun, match):
+    with pytest.raises(ValueError, match=match):
+        export.export(lc.jit(fun))(X_SPEC)

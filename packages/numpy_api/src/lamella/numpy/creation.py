@@ -23,6 +23,7 @@ import numpy as np
 from lamella import lax
 from lamella.core import dtypes as core_dtypes
 from lamella.core import vmap
+from lamella.core.shape_poly import DimExpr
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
 from lamella.lax.explicit_sharding import like_sharding
@@ -37,6 +38,7 @@ from lamella.numpy.util import (
     concrete_value,
     default_float_dtype,
     default_int_dtype,
+    dim_max,
     ndim,
 )
 
@@ -61,9 +63,14 @@ def _dtype_or(dtype: Any, default: np.dtype, name: str | None = None) -> np.dtyp
 
 
 def _shape_tuple(shape: Any, name: str) -> tuple[int, ...]:
-    shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+    if isinstance(shape, (tuple, list)):  # np.ndim cannot read symbolic dimensions
+        shape = tuple(shape)
+    else:
+        shape = (shape,) if type(shape) is DimExpr or np.ndim(shape) == 0 else tuple(shape)
     try:
-        shape = tuple(operator.index(concrete_value(d, f"the shape of {name}")) for d in shape)
+        # A symbolic dimension (shape-polymorphic export) is a size as it is.
+        shape = tuple(operator.index(concrete_value(d, f"the shape of {name}"))
+                      if type(d) is not DimExpr else d for d in shape)
     except TypeError:
         raise TypeError(f"{name}: shape must be a sequence of integers, got {shape!r}") from None
     if any(d < 0 for d in shape):
@@ -124,7 +131,7 @@ def _array(name: str, object: Any, dtype: Any, copy: bool | None, order: str | N
                     raise TypeError(f"{name}: cannot build an array from "
                                     f"{type(leaf).__name__} elements")
             dtype = result_type(*leaves)
-        if not any(isinstance(leaf, Tracer) for leaf in leaves):
+        if not any(isinstance(leaf, (Tracer, DimExpr)) for leaf in leaves):
             object = np.asarray(object, dtype=None if dtype is None else np.dtype(dtype))
     elif type(object) is int and dtype is not None:
         # As JAX (and NumPy): a Python int must fit the requested dtype (OverflowError
@@ -133,7 +140,7 @@ def _array(name: str, object: Any, dtype: Any, copy: bool | None, order: str | N
     elif object is None or isinstance(object, str):
         raise TypeError(f"{name}: cannot build an array from {type(object).__name__}")
     elif not isinstance(object, (Tracer, lax.Array, np.ndarray, np.generic, int, float,
-                                 complex, bool)):
+                                 complex, bool, DimExpr)):
         if hasattr(object, "__array__"):
             object = np.asarray(object)
         elif hasattr(object, "__dlpack__"):
@@ -290,6 +297,8 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     """
     if stop is None:  # arange(n) and arange(n, step=k) count from zero
         start, stop = 0, start
+    if DimExpr in (type(start), type(stop), type(step)):
+        return place(_symbolic_arange(start, stop, step, dtype), device, out_sharding, "arange")
     start, stop = (_concrete_scalar(v, "arange", n) for v, n in ((start, "start"), (stop, "stop")))
     step = 1 if step is None else _concrete_scalar(step, "arange", "step")
     if any(isinstance(a, complex) for a in (start, stop, step)):
@@ -304,6 +313,31 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
                  "arange")
 
 
+def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> Any:
+    """`arange` with a symbolic dimension among its integer bounds: an iota whose
+    length is a dimension expression (decided to be >= 0 for every size, or an
+    InconclusiveDimensionOperation)."""
+    step = 1 if step is None else step
+    for what, v in (("start", start), ("stop", stop), ("step", step)):
+        if type(v) is not DimExpr and not isinstance(v, (int, np.integer)):
+            raise TypeError(f"arange with a symbolic dimension takes integer bounds, got "
+                            f"{what}={v!r}")
+    if type(step) is DimExpr:
+        raise TypeError(f"arange: step must be a constant integer, got the symbolic "
+                        f"dimension '{step}'")
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    distance = stop - start if step > 0 else start - stop
+    count = dim_max((distance + abs(step) - 1) // abs(step), 0)
+    dt = _dtype_or(dtype, default_int_dtype(), "arange")
+    out = lax.iota(dt, count)
+    if step != 1:
+        out = lax.mul(out, lax.full((count,), step, dt))
+    if type(start) is DimExpr or start != 0:
+        out = lax.add(out, lax.broadcast_in_dim(asarray_internal(start, dt), (count,), ()))
+    return out
+
+
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              retstep: bool = False, dtype: Any = None, axis: int = 0, *,
              device: Any = None) -> Any:
@@ -313,7 +347,8 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     >>> linspace(0, 1, 5)
     Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
-    num = operator.index(concrete_value(num, "the num argument of linspace").item())
+    if type(num) is not DimExpr:  # a symbolic num is refused below, as JAX does
+        num = operator.index(concrete_value(num, "the num argument of linspace").item())
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     dt = _dtype_or(dtype, result_type(start, stop, default_float_dtype()), "linspace")
@@ -398,6 +433,8 @@ def _tri_mask(n: int, m: int, k: int) -> Any:
 
 
 def _matrix_size(x: Any, name: str) -> int:
+    if type(x) is DimExpr:
+        return x
     return operator.index(concrete_value(x, f"the {name}").item())
 
 

@@ -173,8 +173,11 @@ def _contraction_steps(spec: str, shapes: tuple, optimize: Any
     per contraction, with "..." already replaced by letters."""
     _check_subscripts(spec, shapes)
     path_arg = list(optimize) if isinstance(optimize, tuple) else optimize
+    # opt_einsum plans with int sizes: a symbolic dimension (shape-polymorphic export)
+    # stands as 8 for planning, as in JAX.
+    plan_shapes = [tuple(d if type(d) is int else 8 for d in shape) for shape in shapes]
     try:
-        _, contractions = opt_einsum.contract_path(spec, *shapes, shapes=True,
+        _, contractions = opt_einsum.contract_path(spec, *plan_shapes, shapes=True,
                                                    einsum_call=True, optimize=path_arg)
     except (ValueError, TypeError, KeyError) as e:
         raise ValueError(f"einsum: invalid subscripts {spec!r} for operand shapes "

@@ -34,6 +34,7 @@ from lamella.core import config
 from lamella.core import dtypes as core_dtypes
 from lamella.core.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from lamella.core.jit import jit
+from lamella.core.shape_poly import DimExpr
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
 from lamella.lax.conversion import convert_element_type
@@ -44,6 +45,8 @@ from lamella.numpy.util import (
     canonicalize_axis,
     check_arraylike,
     concrete_value,
+    dim_max,
+    dim_min,
     eager_operands_ok,
 )
 
@@ -69,6 +72,7 @@ class _Entry(NamedTuple):
     start: int = 0
     count: int = 0
     step: int = 1
+    stop: Any = None  # the clamped stop of a slice on an axis of symbolic size
 
 
 class _Parsed(NamedTuple):
@@ -161,6 +165,8 @@ def _slice_component(value: Any) -> int | None:
             "indexing syntax; found a traced value in a slice. To index a statically sized "
             "array at a dynamic position, use lax.dynamic_slice or "
             "lax.dynamic_update_slice.")
+    if type(value) is DimExpr:
+        return value
     try:
         return operator.index(value)
     except TypeError:
@@ -207,15 +213,25 @@ def _parse(x: Any, index: Any, strict: bool) -> _Parsed:
             parts = [_slice_component(v) for v in (payload.start, payload.stop, payload.step)]
             if parts[2] == 0:
                 raise ValueError("slice step cannot be zero")
-            start, stop, step = slice(*parts).indices(size)
-            entries.append(_Entry("slice", start=start, count=len(range(start, stop, step)),
-                                  step=step))
+            if type(size) is int and DimExpr not in map(type, parts):
+                start, stop, step = slice(*parts).indices(size)
+                entries.append(_Entry("slice", start=start,
+                                      count=len(range(start, stop, step)), step=step))
+            else:
+                entries.append(_symbolic_slice(*parts, size))
             axis += 1
         elif kind == "int":
             size = shape[axis]
             if strict and not -size <= payload < size:
                 raise IndexError(f"index {payload} is out of bounds for axis {axis} with "
                                  f"size {size}")
+            if type(size) is not int:
+                # Clamped to the axis when the slice is taken (decided there, or an
+                # InconclusiveDimensionOperation); with arrays, gather is refused.
+                entries.append(_Entry("array" if has_arrays else "int",
+                                      payload + size if payload < 0 else payload))
+                axis += 1
+                continue
             value = _normalize_static(np.asarray(payload), size)
             entries.append(_Entry("array" if has_arrays else "int", int(value)))
             axis += 1
@@ -223,7 +239,8 @@ def _parse(x: Any, index: Any, strict: bool) -> _Parsed:
             entries.append(_Entry("array" if has_arrays else "int", payload, static=False))
             axis += 1
         elif kind == "array":
-            entries.append(_Entry("array", _normalize_static(payload, shape[axis])))
+            entries.append(_Entry("array", payload if type(shape[axis]) is not int
+                                  else _normalize_static(payload, shape[axis])))
             axis += 1
         elif kind == "darray":
             entries.append(_Entry("array", payload, static=False))
@@ -239,6 +256,47 @@ def _parse(x: Any, index: Any, strict: bool) -> _Parsed:
     if new_axes:
         x = lax.expand_dims(x, new_axes)
     return _Parsed(x, entries, advanced_first)
+
+
+def _symbolic_slice(start: int | None, stop: int | None, step: int | None,
+                    size: Any) -> _Entry:
+    """The entry of a slice on an axis of symbolic size, with `slice.indices`'s clamping
+    done by comparisons of dimensions: each is decided for every size or raises
+    InconclusiveDimensionOperation (JAX keeps such a bound as `min(b, 2)`, which lamella's
+    dimension expressions cannot write)."""
+    step = 1 if step is None else step
+    if type(step) is DimExpr:
+        raise TypeError(f"A slice's step must be a constant integer, got the symbolic "
+                        f"dimension '{step}'")
+    last = size if step > 0 else size - 1  # the largest valid bound
+    low = 0 if step > 0 else -1
+
+    def clamp(bound: int | None, default: Any) -> Any:
+        if bound is None:
+            return default
+        if bound < 0:
+            return dim_max(bound + size, low)
+        return dim_min(bound, last)
+
+    start = clamp(start, 0 if step > 0 else size - 1)
+    stop = clamp(stop, size if step > 0 else -1)
+    distance = stop - start if step > 0 else start - stop
+    count = dim_max((distance + abs(step) - 1) // abs(step), 0)
+    return _Entry("slice", start=start, count=count, step=step, stop=stop)
+
+
+def _refuse_symbolic(parsed: _Parsed, primitive: str) -> None:
+    """Integer-array indices (and updates) on a symbolic shape would need `gather` or
+    `scatter`, whose lowerings take static sizes: an error naming them, as lax's."""
+    shape = aval_of(parsed.x).shape
+    if DimExpr in map(type, shape):
+        shown = ", ".join(str(d) for d in shape)
+        what = "Indexing with integer arrays" if primitive == "gather" else "Updating x.at[...]"
+        hint = ("index with integers and slices only" if primitive == "gather"
+                else "build the result with jnp.where or jnp.concatenate")
+        raise ValueError(f"{what} on an array of symbolic shape ({shown}) needs the "
+                         f"primitive '{primitive}', which does not support symbolic "
+                         f"dimensions (shape-polymorphic export); {hint}.")
 
 
 def _normalize_static(index: np.ndarray, size: int) -> np.ndarray:
@@ -263,8 +321,14 @@ def _basic_take(parsed: _Parsed) -> Any:
     x, entries, _ = parsed
     shape = aval_of(x).shape
     bounds, reverse, dynamic, out_shape = [], [], {}, []  # bounds: (start, limit, stride)
+    reverse_first = []  # axes of symbolic size sliced with a negative step
     for axis, e in enumerate(entries):
-        if e.kind == "slice":
+        if e.kind == "slice" and e.stop is not None:
+            bounds.append(_symbolic_bounds(e, shape[axis]))
+            if e.step < 0:
+                reverse_first.append(axis)
+            out_shape.append(e.count)
+        elif e.kind == "slice":
             first = e.start if e.step > 0 else e.start + (e.count - 1) * e.step
             bounds.append((first, first + (e.count - 1) * abs(e.step) + 1, abs(e.step))
                           if e.count else (0, 0, 1))
@@ -279,6 +343,8 @@ def _basic_take(parsed: _Parsed) -> Any:
         else:
             bounds.append((0, shape[axis], 1))
             dynamic[axis] = e.value
+    if reverse_first:
+        x = lax.rev(x, reverse_first)
     if bounds != [(0, d, 1) for d in shape]:
         starts, limits, strides = zip(*bounds)
         x = lax.slice(x, starts, limits, strides)
@@ -291,6 +357,14 @@ def _basic_take(parsed: _Parsed) -> Any:
     if tuple(out_shape) != aval_of(x).shape:
         x = lax.reshape(x, out_shape)
     return x
+
+
+def _symbolic_bounds(e: _Entry, size: Any) -> tuple[Any, Any, int]:
+    """(start, limit, stride) of `lax.slice` for a slice entry on a symbolic axis, taken
+    after reversing the axis when the step is negative (then the bounds are counted
+    from the end, and no bound depends on the count, which may be 0 for some sizes)."""
+    start, stop = (e.start, e.stop) if e.step > 0 else (size - 1 - e.start, size - 1 - e.stop)
+    return start, dim_max(start, stop), abs(e.step)
 
 
 # --- everything else: one gather (or scatter) -------------------------------------------
@@ -412,6 +486,7 @@ def _take(arr: Any, index: Any, *, mode: Any = None, fill_value: Any = None,
     fills = gather_mode == GatherScatterMode.FILL_OR_DROP
     if not any(e.kind == "array" or fills and e.kind == "int" for e in parsed.entries):
         return _basic_take(parsed)
+    _refuse_symbolic(parsed, "gather")
     plan = _plan(parsed)
     x = parsed.x
     if 0 in plan.out_shape:
@@ -482,6 +557,7 @@ def _scatter(arr: Any, index: Any, values: Any, op: str, *, mode: Any,
     values = convert_element_type(values if type(values) is int else asarray_internal(values),
                                   aval.dtype, aval.weak_type)
     parsed = _parse(x, index, strict=False)
+    _refuse_symbolic(parsed, "scatter")
     plan = _plan(parsed)
     values = _broadcast_values(values, plan.out_shape)
     x_exp = parsed.x

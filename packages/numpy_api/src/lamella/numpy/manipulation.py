@@ -26,6 +26,7 @@ import numpy as np
 from lamella import lax
 from lamella.core import vmap
 from lamella.core.errors import ConcretizationTypeError
+from lamella.core.shape_poly import DimExpr
 from lamella.core.trace import aval_of
 from lamella.lax.explicit_sharding import unshard_dims
 from lamella.numpy import util
@@ -69,6 +70,16 @@ def _static_ints(x: Any, context: str) -> tuple[int, ...]:
     if value.dtype.kind not in "iu" or value.ndim > 1:
         raise TypeError(f"{context} must be an integer or a 1-D sequence of integers, got {x!r}")
     return tuple(int(v) for v in value.ravel())
+
+
+def _static_shape(x: Any, context: str) -> tuple[Any, ...]:
+    """`_static_ints` for a shape, whose entries may also be symbolic dimensions
+    (shape-polymorphic export)."""
+    if type(x) is DimExpr:
+        return (x,)
+    if isinstance(x, (list, tuple)):
+        return tuple(d if type(d) is DimExpr else _static_int(d, context) for d in x)
+    return _static_ints(x, context)
 
 
 def _axis_list(axis: Any, rank: int, name: str) -> list[int]:
@@ -211,7 +222,7 @@ def reshape(a: Any, shape: Any, order: str = "C", *, copy: bool | None = None,
     if sharding is not None:  # a layout the reshape might not keep: the one asked for
         a = unshard_dims(a)
     return with_out_sharding(
-        _reshape(a, _static_ints(shape, "the `shape` argument of reshape"), order), sharding)
+        _reshape(a, _static_shape(shape, "the `shape` argument of reshape"), order), sharding)
 
 
 def ravel(a: Any, order: str = "C", *, out_sharding: Any = None) -> Any:
@@ -374,7 +385,7 @@ def broadcast_to(array: Any, shape: int | Sequence[int], *, out_sharding: Any = 
         return with_out_sharding(broadcast_to(array, shape),
                                  out_sharding_of("broadcast_to", out_sharding))
     a = _array("broadcast_to", array)
-    shape = _static_ints(shape, "the `shape` argument of broadcast_to")
+    shape = _static_shape(shape, "the `shape` argument of broadcast_to")
     old = _shape(a)
     if (len(shape) < len(old) or any(d < 0 for d in shape)
             or any(o not in (1, n) for o, n in zip(reversed(old), reversed(shape)))):
@@ -569,19 +580,43 @@ def _split(name: str, a: Any, indices_or_sections: Any, axis: int, even: bool) -
             raise ValueError(f"array split does not result in an equal division: axis {axis} "
                              f"of size {n} into {sections} sections")
         q, r = divmod(n, sections)
-        stops = np.cumsum([q + 1] * r + [q] * (sections - r)).tolist()
-        bounds = list(zip([0] + stops[:-1], stops))
+        if type(n) is DimExpr:
+            if r != 0:  # sections whose sizes differ between sizes of the axis
+                raise ValueError(f"{name}: axis {axis} of symbolic size {n} does not split "
+                                 f"into {sections} sections of one symbolic size: the rest "
+                                 f"is {r}")
+            bounds = [(i * q, (i + 1) * q) for i in range(sections)]
+        else:
+            stops = np.cumsum([q + 1] * r + [q] * (sections - r)).tolist()
+            bounds = list(zip([0] + stops[:-1], stops))
     else:
         points = _static_ints(indices_or_sections, f"the split indices of {name}")
         edges = [0, *points, n]
         bounds = []
         for lo, hi in zip(edges[:-1], edges[1:]):
-            start, stop, _ = slice(lo, hi).indices(n)
-            bounds.append((start, max(start, stop)))
+            if type(n) is DimExpr:
+                start, stop = (_clamp_symbolic(v, n) for v in (lo, hi))
+            else:
+                start, stop, _ = slice(lo, hi).indices(n)
+            bounds.append((start, util.dim_max(start, stop)))
+    # lax.split's lowering takes static sizes: symbolic shapes are sliced.
     if bounds and bounds[0][0] == 0 and bounds[-1][1] == n and all(
-            b[1] == c[0] for b, c in zip(bounds[:-1], bounds[1:])):
+            b[1] == c[0] for b, c in zip(bounds[:-1], bounds[1:])) and not any(
+            type(d) is DimExpr for d in _shape(a)):
         return list(lax.split(a, [hi - lo for lo, hi in bounds], axis))
+    if type(n) is DimExpr:  # slice_in_dim takes int bounds
+        starts, limits = [0] * _ndim(a), list(_shape(a))
+        return [lax.slice(a, starts[:axis] + [lo] + starts[axis + 1:],
+                          limits[:axis] + [hi] + limits[axis + 1:]) for lo, hi in bounds]
     return [lax.slice_in_dim(a, lo, hi, axis=axis) for lo, hi in bounds]
+
+
+def _clamp_symbolic(index: Any, size: DimExpr) -> Any:
+    """A split index on an axis of symbolic size, clamped to [0, size] as a slice bound;
+    a clamp that differs between sizes is an InconclusiveDimensionOperation."""
+    if index < 0:
+        return util.dim_max(index + size, 0)
+    return util.dim_min(index, size)
 
 
 def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:

@@ -22,6 +22,7 @@ from lamella.core import trace as _trace
 from lamella.core.dispatch import current_executor
 from lamella.core.errors import ConcretizationTypeError
 from lamella.core.jit import jit
+from lamella.core.shape_poly import DimExpr, InconclusiveDimensionOperation, dimension_as_value
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
 from lamella.lax.conversion import convert_element_type
@@ -33,7 +34,8 @@ except ImportError:  # NumPy < 1.25
     from numpy import AxisError  # type: ignore[attr-defined,no-redef]
 
 __all__ = ["AxisError", "asarray_internal", "canonicalize_axis", "canonicalize_axes",
-           "check_arraylike", "checked_array", "concrete_int", "concrete_value", "eager_fast",
+           "check_arraylike", "checked_array", "concrete_int", "concrete_value", "dim_max",
+           "dim_min", "eager_fast",
            "eager_jit", "eager_operand_type", "eager_operands_ok",
            "is_arraylike", "ndim", "shape", "size"]
 
@@ -67,9 +69,13 @@ def asarray_internal(x: Any, dtype: Any = None) -> Any:
     if dtype is None and isinstance(x, (lax.Array, Tracer)):
         return x  # already canonical: Arrays and tracers are made so
     if isinstance(x, (list, tuple)):
-        if any(isinstance(e, Tracer) or isinstance(e, (list, tuple)) and _has_tracer(e)
-               for e in x):
+        if any(isinstance(e, (Tracer, DimExpr)) or isinstance(e, (list, tuple))
+               and _has_tracer(e) for e in x):
             return _stack_traced(x, dtype)
+    elif type(x) is DimExpr:  # a symbolic dimension as a value: a traced integer scalar
+        x = dimension_as_value(x)
+        return x if dtype is None else convert_element_type(
+            x, core_dtypes.canonicalize_dtype(np.dtype(dtype)), False)
     x = _as_array(x)
     if dtype is None:
         dt, weak = _canonical_and_weak(x)
@@ -79,8 +85,8 @@ def asarray_internal(x: Any, dtype: Any = None) -> Any:
 
 
 def _has_tracer(seq: Sequence) -> bool:
-    return any(isinstance(e, Tracer) or isinstance(e, (list, tuple)) and _has_tracer(e)
-               for e in seq)
+    return any(isinstance(e, (Tracer, DimExpr)) or isinstance(e, (list, tuple))
+               and _has_tracer(e) for e in seq)
 
 
 def _stack_traced(seq: Sequence, dtype: Any) -> Any:
@@ -136,6 +142,32 @@ def canonicalize_axes(axis: Any, rank: int, name: str = "axis") -> tuple[int, ..
     if len(set(axes)) != len(axes):
         raise ValueError(f"repeated {name} in {tuple(axis)}")
     return tuple(sorted(axes))
+
+
+# Bounds of symbolic dimensions (shape-polymorphic export), decided for every size of
+# the dimension variables or an InconclusiveDimensionOperation. The comparisons are
+# non-strict, so ties (b - 1 against 0 at b = 1) are decided; `a >= b` and `b >= a` are
+# decided from different bounds, so the second is tried when the first is not.
+def dim_max(a: Any, b: Any) -> Any:
+    """The larger of two dimensions.
+
+    >>> from lamella.core.export import symbolic_shape
+    >>> b, = symbolic_shape("b")
+    >>> dim_max(b - 1, 0), dim_min(1, b)
+    (b - 1, 1)
+    """
+    try:
+        return a if a >= b else b
+    except InconclusiveDimensionOperation:
+        return b if b >= a else a
+
+
+def dim_min(a: Any, b: Any) -> Any:
+    """The smaller of two dimensions (see `dim_max`)."""
+    try:
+        return a if a <= b else b
+    except InconclusiveDimensionOperation:
+        return b if b <= a else a
 
 
 def concrete_value(x: Any, context: str) -> np.ndarray:
