@@ -24,6 +24,7 @@ from lamella.core import (
                                    multihost_utils,
                                    partial_eval,
                                    sharding,
+                                   sharding_rules,
                                    stages,
                                    state,
                                    tree,

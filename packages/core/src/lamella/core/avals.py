@@ -182,11 +182,15 @@ def _aval_of_python_scalar(x: Any) -> ShapedArray:
     return ShapedArray((), dtypes.python_scalar_dtype(x), dtypes.is_weakly_typed(x))
 
 
+# Installed by lamella.core.sharding_rules: (aval, sharding) -> the aval laid out as
+# `sharding` says when its mesh has Explicit axes.
+typed_aval: Callable[[ShapedArray, Any], ShapedArray] = lambda aval, sharding: aval
+
+
 def _aval_of_struct(x: ShapeDtypeStruct) -> ShapedArray:
     aval = ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type)
     if x.sharding is None:
         return aval
-    from lamella.core.sharding_rules import typed_aval  # a layout over an Explicit mesh
     return typed_aval(aval, x.sharding)
 
 

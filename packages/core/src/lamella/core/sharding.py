@@ -544,20 +544,24 @@ def _constraint_abstract_eval(aval: Any, *, sharding: NamedSharding) -> Any:
     # Under an Explicit mesh the constraint is a reshard: the result's type says so.
     if AxisType.Explicit not in sharding.mesh.axis_types:
         return aval if aval.sharding is None else aval.update(sharding=None)
-    from lamella.core.sharding_rules import typed_sharding
     return aval.update(sharding=typed_sharding(sharding.mesh, sharding.spec, aval.ndim))
 
 
+# Installed by lamella.core.sharding_rules: (mesh, spec, ndim) -> the sharding an aval of
+# rank `ndim` carries for `spec` over `mesh` (None when nothing is split explicitly).
+typed_sharding: Any = None
+
+
 def _register_constraint_rules() -> None:
-    from lamella.core import ad, batching
+    from lamella.core import rules
 
     def transpose(ct, x, *, sharding):
         # A reshard's cotangent goes back to the layout its operand's type had.
         source = getattr(x.aval, "sharding", None)
         back = source if source is not None else sharding if not _is_explicit(sharding) \
             else NamedSharding(sharding.mesh, PartitionSpec())
-        return [sharding_constraint_p.bind(ad.instantiate_zeros(ct), sharding=back)]
-    ad.deflinear2(sharding_constraint_p, transpose)
+        return [sharding_constraint_p.bind(rules.instantiate_zeros(ct), sharding=back)]
+    rules.deflinear2(sharding_constraint_p, transpose)
 
     def batch(args, dims, *, sharding):
         (x,), (d,) = args, dims
@@ -566,7 +570,7 @@ def _register_constraint_rules() -> None:
         return sharding_constraint_p.bind(
             x, sharding=NamedSharding(sharding.mesh, PartitionSpec(*[e or None for e in spec]))
         ), d
-    batching.primitive_batchers[sharding_constraint_p] = batch
+    rules.primitive_batchers[sharding_constraint_p] = batch
 
 
 def _is_explicit(sharding: NamedSharding) -> bool:

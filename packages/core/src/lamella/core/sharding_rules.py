@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lamella.core import avals as _avals_module
+from lamella.core import sharding as _sharding_module
 from lamella.core.avals import ShapedArray, explicit_sharding
 from lamella.core.primitive import Primitive
 from lamella.core.sharding import AxisType, NamedSharding, PartitionSpec, ShardingTypeError
@@ -315,3 +317,6 @@ def _register_core_rules() -> None:
 
 _register_core_rules()
 explicit_sharding.propagate = propagate
+# The hooks through which avals and sharding (which this module imports) type layouts.
+_avals_module.typed_aval = typed_aval
+_sharding_module.typed_sharding = typed_sharding

@@ -39,6 +39,7 @@ from lamella.core.callbacks import host_function, io_callback_p, pure_callback_p
 from lamella.core.effects import ordered_effects
 from lamella.core.sharding import AxisType, SingleDeviceSharding
 from lamella.lax.lowering import LoweringRuleContext, aval_to_ir_type, hlo, ir, register_lowering
+from lamella.lax.manual_regions import once_per_subgroup
 from lamella.lax.runtime import Array, pytree_registry
 
 __all__ = ["CALLBACK_TARGETS", "DEVICE_ATTRIBUTE", "callback_target", "called_by_xla",
@@ -74,7 +75,6 @@ def emit_python_callback(ctx: LoweringRuleContext, function: Callable[..., Seque
     if region is not None and not ctx.avals_out and AxisType.Manual in region.axis_types \
             and any(t != AxisType.Manual for t in region.axis_types):
         # A debug callback in a partly manual region runs once per manual subgroup.
-        from lamella.lax.spmd_collectives import once_per_subgroup
         once_per_subgroup(module, operands, ordered, lambda values: emit_python_callback(
             ctx, function, values, has_side_effect=has_side_effect, ordered=ordered,
             partitioned=partitioned, sharding=sharding))

@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 from lamella.core import batching
-from lamella.core.avals import ShapedArray
+from lamella.core.avals import ShapedArray, explicit_sharding
 from lamella.core.primitive import Primitive
 from lamella.core.sharding import NamedSharding, PartitionSpec, reshard
 from lamella.core.sharding_rules import (
@@ -36,7 +36,9 @@ from lamella.core.sharding_rules import (
     typed_aval,
 )
 from lamella.core.trace import aval_of
+from lamella.lax import lowering
 from lamella.lax.lowering import hlo, ir
+from lamella.lax.manual_regions import manual_region_sharding
 from lamella.lax.standard import broadcast_batcher
 
 
@@ -50,7 +52,6 @@ def pin_typed_layouts(avals: Any, values: list, region: Any = None) -> list:
     """`values` (an equation's lowered results), each one whose type is sharded wrapped
     in a sharding annotation of that layout; inside a manual region (`region`: its mesh,
     manual axes typed Manual) the annotation is the region's manual-subgroup form."""
-    from lamella.lax.shard_map import manual_region_sharding
     out = []
     for aval, value in zip(avals, values):
         sharding = getattr(aval, "sharding", None)
@@ -296,6 +297,13 @@ def _lax_primitives() -> dict[str, Primitive]:
 
 
 def register_rules() -> None:
+    """Registers lax's sharding rules, and the layout pinning of lowered programs
+    once explicit sharding is first used."""
+    explicit_sharding.when_enabled(lambda: lowering.install_layout_pinning(pin_typed_layouts))
+    _register_sharding_rules()
+
+
+def _register_sharding_rules() -> None:
     """Fills `sharding_rules` for lax's primitives (called once lax is imported)."""
     prims = _lax_primitives()
 

@@ -56,9 +56,9 @@ from lamella.lax.lowering import (
     module_to_string,
     register_lowering,
 )
+from lamella.lax.manual_regions import subgroup_sharding
 from lamella.lax.mlir_context import ir
 from lamella.lax.shapes import index_in_dim
-from lamella.lax.shard_map import subgroup_sharding
 from lamella.lax.stacking import stack
 from lamella.lax.standard import standard_primitive
 

@@ -46,7 +46,6 @@ from jaxlib.mlir.dialects import chlo, func
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from lamella.core import ShapedArray, dtypes
-from lamella.core.avals import explicit_sharding
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from lamella.core.shape_poly import DimExpr, is_symbolic_shape
 from lamella.core.staging import trace_to_jaxpr
@@ -260,16 +259,15 @@ def _location(ctx: ModuleContext, eqn) -> ir.Location:
     return location
 
 
+# Installed by lamella.lax.explicit_sharding once an Explicit layout is first used:
+# (avals, values, region) -> values pinned to their typed layouts.
 _pin_typed_layouts: Callable[..., list] | None = None
 
 
-def _enable_layout_pinning() -> None:
+def install_layout_pinning(pin: Callable[..., list]) -> None:
+    """Makes every lowered equation pin its results to their typed layouts."""
     global _pin_typed_layouts
-    from lamella.lax.explicit_sharding import pin_typed_layouts
-    _pin_typed_layouts = pin_typed_layouts
-
-
-explicit_sharding.when_enabled(_enable_layout_pinning)
+    _pin_typed_layouts = pin
 
 
 def lower_jaxpr(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],

@@ -28,7 +28,6 @@ cotangents over the axis) and batches (an unsplit leading dimension).
 
 from __future__ import annotations
 
-import math
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -40,7 +39,7 @@ from lamella.core import ShapedArray, ad, batching, partial_eval
 from lamella.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from lamella.core.primitive import Primitive
 from lamella.core.rules import Zero, instantiate_zeros, is_undefined_primal
-from lamella.core.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, get_mesh
+from lamella.core.sharding import AxisType, Mesh, PartitionSpec, get_mesh
 from lamella.core.staging import hoist_tracer_consts, trace_to_jaxpr
 from lamella.core.trace import set_current_trace
 from lamella.core.trace_queries import extend_axis_env
@@ -49,6 +48,12 @@ from lamella.core.util import merge_lists, partition_list
 from lamella.lax import lowering
 from lamella.lax.arithmetic import div
 from lamella.lax.lowering import hlo, ir, register_lowering
+from lamella.lax.manual_regions import (
+    manual_mesh,
+    manual_region_sharding,
+    mesh_parts,
+    subgroup_sharding,
+)
 from lamella.lax.shapes import reshape
 
 __all__ = ["manual_region_sharding", "shard_map", "shard_map_p", "subgroup_sharding"]
@@ -71,10 +76,6 @@ def _as_partition_spec(spec: Spec) -> PartitionSpec:
     return PartitionSpec(*[(e if len(e) > 1 else e[0]) if e else None for e in spec])
 
 
-def _parts(mesh: Mesh, names: tuple) -> int:
-    return math.prod(mesh.shape[n] for n in names)
-
-
 def _local_aval(aval: ShapedArray, spec: Spec, mesh: Mesh, what: str) -> ShapedArray:
     shape = []
     for dim, (size, names) in enumerate(zip(aval.shape, spec)):
@@ -82,7 +83,7 @@ def _local_aval(aval: ShapedArray, spec: Spec, mesh: Mesh, what: str) -> ShapedA
             if n not in mesh.axis_names:
                 raise ValueError(f"shard_map {what}: the spec names the axis {n!r}, which the "
                                  f"mesh lacks (its axes: {mesh.axis_names})")
-        parts = _parts(mesh, names)
+        parts = mesh_parts(mesh, names)
         if size % parts:
             raise ValueError(f"shard_map {what}: dimension {dim} of shape {aval.shape} has "
                              f"size {size}, not divisible by the {parts} devices of mesh axes "
@@ -92,7 +93,8 @@ def _local_aval(aval: ShapedArray, spec: Spec, mesh: Mesh, what: str) -> ShapedA
 
 
 def _global_aval(aval: ShapedArray, spec: Spec, mesh: Mesh) -> ShapedArray:
-    return aval.update(shape=tuple(s * _parts(mesh, names) for s, names in zip(aval.shape, spec)))
+    return aval.update(shape=tuple(s * mesh_parts(mesh, names)
+                                   for s, names in zip(aval.shape, spec)))
 
 
 def _unmentioned(mesh: Mesh, manual: frozenset, spec: Spec) -> tuple:
@@ -139,7 +141,7 @@ class _region:
         current = get_mesh() is None or bool(_regions.current and _regions.current[-1])
         _regions.current.append(current)
         if current:
-            _manual_mesh(self.mesh, self.entry[1]).__enter__()
+            manual_mesh(self.mesh, self.entry[1]).__enter__()
 
     def __exit__(self, *exc: Any) -> None:
         if _regions.current.pop():
@@ -217,7 +219,7 @@ def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_
         res, local_cts = xs[:len(nonlinear_specs)], xs[len(nonlinear_specs):]
         # A replicated output's cotangent reaches every copy: each takes its share.
         local_cts = [c if not unmentioned(s) else
-                     div(c, np.array(_parts(mesh, unmentioned(s)), c.dtype))
+                     div(c, np.array(mesh_parts(mesh, unmentioned(s)), c.dtype))
                      for c, s in zip(local_cts, out_specs)]
         in_cts = eval_jaxpr(transposed.jaxpr, transposed.consts, *res, *local_cts)
         return [psum(c, unmentioned(s)) if unmentioned(s) else c
@@ -304,75 +306,6 @@ batching.fancy_primitive_batchers[shard_map_p] = _batch
 # Lowering: XLA's manual region, the body inside it.
 
 
-def subgroup_sharding(mesh: Mesh, spec: Spec, manual: frozenset) -> str:
-    """XLA's sharding (HloSharding text, devices as mesh positions) of a value split over
-    the axes `spec` names and manual over the axes `manual` (the devices that differ
-    only along those hold independent values): a subgroup per manual device set, the
-    devices left over holding copies."""
-    names = list(mesh.axis_names)
-    split = [n for entry in spec for n in entry]
-    manual_names = [n for n in names if n in manual]
-    copies = [n for n in names if n not in split and n not in manual]
-    tiles = [_parts(mesh, entry) for entry in spec]
-    n_manual, n_copies = _parts(mesh, tuple(manual_names)), _parts(mesh, tuple(copies))
-    if n_manual == 1 and math.prod(tiles) == 1:
-        return "{replicated}"
-    if n_manual == mesh.size:
-        return "{manual}"
-    order = [names.index(n) for n in split + manual_names + copies]
-    positions = np.arange(mesh.size).reshape(mesh.axis_sizes).transpose(order)
-    dims, kinds = list(tiles), []
-    for size, kind in ((n_manual, "manual"), (n_copies, "replicated")):
-        if size > 1:
-            dims.append(size)
-            kinds.append(kind)
-    ids = ",".join(map(str, positions.flat))
-    text = "{devices=[" + ",".join(map(str, dims)) + "]" + ids
-    if kinds == ["replicated"]:
-        return text + " last_tile_dim_replicate}"
-    return text + (" last_tile_dims={" + ", ".join(kinds) + "}" if kinds else "") + "}"
-
-
-def manual_region_sharding(region: Mesh, sharding: NamedSharding, ndim: int) -> str | None:
-    """The annotation (HloSharding text) that lays a value out as `sharding` says inside a
-    manual region (shard_map's, pmap's) whose mesh `region` types its manual axes Manual;
-    None: nothing to say. Every annotation written there must be one of these: XLA aborts
-    the process on any other. It can split the block only over the axes that stay Auto
-    (a manual-subgroup sharding); where every axis is manual, a layout naming no axis
-    says nothing, and naming a manual axis is an error.
-
-    >>> import lamella.core as lc
-    >>> from lamella.core.sharding import P
-    >>> region = Mesh(np.array(lc.devices()[:1]).reshape(1, 1), ("x", "y"),
-    ...               (AxisType.Manual, AxisType.Auto))
-    >>> manual_region_sharding(region, NamedSharding(region, P(None, "y")), 2)
-    '{replicated}'
-    >>> manual_region_sharding(region, NamedSharding(region, P("x")), 2)
-    Traceback (most recent call last):
-    ValueError: The spec of NamedSharding passed to with_sharding_constraint can only refer ...
-    """
-    manual = frozenset(n for n, t in zip(region.axis_names, region.axis_types)
-                       if t == AxisType.Manual)
-    spec = sharding.spec._normalized(ndim)
-    named = [n for names in spec for n in names]
-    if any(n in manual or n not in region.axis_names for n in named):
-        raise ValueError(
-            "The spec of NamedSharding passed to with_sharding_constraint can only refer to "
-            f"Auto axes of the mesh. Got spec={sharding.spec!r} and mesh="
-            f"{region.abstract_mesh!r}. You probably meant to use `reshard` API? (Inside "
-            f"shard_map the axes {sorted(manual, key=region.axis_names.index)} are manual: "
-            "each device already holds its own block along them.)")
-    if named and (sharding.mesh.shape != region.shape or any(
-            a.id != b.id for a, b in zip(sharding.mesh.devices.flat, region.devices.flat))):
-        raise ValueError(
-            f"with_sharding_constraint inside shard_map: the sharding's mesh "
-            f"{sharding.mesh._short()} is not the mesh of the enclosing shard_map "
-            f"{region._short()}")
-    if len(manual) == len(region.axis_names):
-        return None
-    return subgroup_sharding(region, spec, manual)
-
-
 def _sharding_call(value: ir.Value, result_type: ir.Type, target: str, sharding: str,
                    ndim: int, auto: bool) -> ir.Value:
     op = hlo.CustomCallOp([result_type], [value], call_target_name=target)
@@ -384,12 +317,6 @@ def _sharding_call(value: ir.Value, result_type: ir.Type, target: str, sharding:
     return op.results[0]
 
 
-def _manual_mesh(mesh: Mesh, manual: frozenset) -> Mesh:
-    return Mesh(mesh.devices, mesh.axis_names,
-                [AxisType.Manual if n in manual else t
-                 for n, t in zip(mesh.axis_names, mesh.axis_types)])
-
-
 def _lowering(ctx, *args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
     module = ctx.module_context
     enclosing = module.axis_context
@@ -399,10 +326,10 @@ def _lowering(ctx, *args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_v
         n for n, t in zip(enclosing.axis_names, enclosing.axis_types) if t == AxisType.Manual)
     inside = outer | manual_axes
     auto = len(inside) < len(mesh.axis_names)
-    if auto and _parts(mesh, tuple(inside)) == 1:
+    if auto and mesh_parts(mesh, tuple(inside)) == 1:
         # Manual axes of size 1 beside Auto ones: the body is the whole computation, and
         # XLA takes no manual region over a single device set.
-        module.axis_context = _manual_mesh(mesh, inside)
+        module.axis_context = manual_mesh(mesh, inside)
         try:
             return lowering.lower_jaxpr(module, jaxpr.jaxpr, lowering.closed_consts(jaxpr),
                                         list(args))
@@ -415,7 +342,7 @@ def _lowering(ctx, *args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_v
         local_args.append(_sharding_call(
             x, lowering.aval_to_ir_type(local), "SPMDFullToShardShape",
             subgroup_sharding(mesh, ((),) * local.ndim, inside), local.ndim, auto))
-    module.axis_context = _manual_mesh(mesh, inside)
+    module.axis_context = manual_mesh(mesh, inside)
     try:
         outs = lowering.lower_jaxpr(module, jaxpr.jaxpr, lowering.closed_consts(jaxpr),
                                     local_args)
@@ -582,7 +509,7 @@ def _manual_axes(mesh: Mesh, requested: frozenset) -> frozenset:
     enclosing = _enclosing()
     outer = enclosing[1] if enclosing else frozenset()
     if enclosing and not _same_devices(enclosing[0], mesh):
-        raise ValueError(f"The context mesh {_manual_mesh(enclosing[0], outer)._short()} "
+        raise ValueError(f"The context mesh {manual_mesh(enclosing[0], outer)._short()} "
                          f"should match the mesh passed to shard_map {mesh._short()}")
     already = sorted(requested & outer, key=mesh.axis_names.index)
     if already:

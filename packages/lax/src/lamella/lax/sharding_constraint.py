@@ -5,8 +5,8 @@ the custom call `Sharding` carrying the layout as an `mhlo.sharding` attribute,
 which the SPMD partitioner honours.
 
 >>> import numpy as np, lamella.core as lc, lamella.lax as lax
->>> from lamella.core.sharding import NamedSharding, P, make_mesh
->>> mesh = make_mesh((1,), ("x",))
+>>> from lamella.core.sharding import AxisType, NamedSharding, P, make_mesh
+>>> mesh = make_mesh((1,), ("x",), axis_types=(AxisType.Auto,))  # Explicit: an assertion
 >>> f = lc.jit(lambda v: with_sharding_constraint(lax.mul(v, 2.0), NamedSharding(mesh, P("x"))))
 >>> "custom_call @Sharding" in f.lower(np.ones(2, np.float32)).as_text()
 True
@@ -17,7 +17,7 @@ from __future__ import annotations
 from lamella.core.sharding import reshard, sharding_constraint_p, with_sharding_constraint
 from lamella.lax import lowering
 from lamella.lax.lowering import hlo, ir, register_lowering
-from lamella.lax.shard_map import manual_region_sharding
+from lamella.lax.manual_regions import manual_region_sharding
 
 __all__ = ["reshard", "sharding_constraint_p", "with_sharding_constraint"]
 

@@ -13,14 +13,13 @@ the group members are partition ids.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from lamella.core.sharding import AxisType
 from lamella.lax import lowering
 from lamella.lax.lowering import hlo, ir, register_lowering
+from lamella.lax.manual_regions import fully_manual, has_auto_axes, partition_position
 from lamella.lax.parallel import (
     all_gather_p,
     all_to_all_p,
@@ -31,7 +30,6 @@ from lamella.lax.parallel import (
     psum_p,
     reduce_scatter_p,
 )
-from lamella.lax.shard_map import _manual_mesh, subgroup_sharding
 
 
 def _mesh(ctx: Any, name: str) -> Any:
@@ -129,100 +127,13 @@ register_lowering(pmax_p, _all_reduce(_or_for_bool(_max, hlo.or_), "pmax"))
 register_lowering(pmin_p, _all_reduce(_or_for_bool(_min, hlo.and_), "pmin"))
 
 
-def _position(mesh: Any, axes: tuple, annotate: str | None = None) -> ir.Value:
-    """This partition's position along `axes` (an i32 scalar); `annotate`: the
-    partition id's sharding."""
-    i32 = ir.IntegerType.get_signless(32)
-    scalar = ir.RankedTensorType.get([], i32)
-    partition = hlo.PartitionIdOp()
-    if annotate is not None:
-        partition.operation.attributes["mhlo.sharding"] = ir.StringAttr.get(annotate)
-    pid = hlo.convert(scalar, partition.result)
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
-    names = list(mesh.axis_names)
-    total = None
-    for a in axes:
-        stride = math.prod(mesh.axis_sizes[names.index(a) + 1:])
-        coord = hlo.remainder(hlo.divide(pid, lowering.ir_constant(np.int32(stride))),
-                              lowering.ir_constant(np.int32(sizes[a])))
-        total = coord if total is None else hlo.add(
-            hlo.multiply(total, lowering.ir_constant(np.int32(sizes[a]))), coord)
-    return total
-
-
-def _auto_axes(mesh: Any) -> bool:
-    """Whether some mesh axes stay Auto where the op is (the context mesh types the
-    manual ones Manual)."""
-    return any(t != AxisType.Manual for t in mesh.axis_types)
-
-
-def _marked(value: ir.Value, target: str, sharding: str) -> ir.Value:
-    op = hlo.CustomCallOp([value.type], [value], call_target_name=target)
-    op.attributes["mhlo.sharding"] = ir.StringAttr.get(sharding)
-    return op.results[0]
-
-
-def _copies(mesh: Any, value: ir.Value) -> str:
-    """The sharding of a value every device of a manual subgroup holds whole."""
-    manual = frozenset(n for n, t in zip(mesh.axis_names, mesh.axis_types)
-                       if t == AxisType.Manual)
-    return subgroup_sharding(mesh, ((),) * ir.RankedTensorType(value.type).rank, manual)
-
-
-def _fully_manual(mesh: Any, x: ir.Value | None, build: Any) -> ir.Value:
-    """`build(x)` where every mesh axis is manual: where some stay Auto, XLA's
-    partitioner takes partition_id, all_gather and all_to_all only there (else it
-    aborts), so `x` enters a region manual over those axes too, whole on each device
-    of them, and the result leaves it the same way."""
-    if not _auto_axes(mesh):
-        return build(x)
-    if x is not None:
-        x = _marked(_marked(x, "Sharding", _copies(mesh, x)), "SPMDFullToShardShape",
-                    "{manual}")
-    y = _marked(build(x), "Sharding", "{manual}")
-    return _marked(y, "SPMDShardToFullShape", _copies(mesh, y))
-
-
-def once_per_subgroup(module: Any, operands: Sequence[ir.Value], ordered: bool,
-                      emit: Callable[[list[ir.Value]], None]) -> None:
-    """Emits a host callback without results, `emit(values)`, so that it runs once for
-    each manual subgroup of a region whose other mesh axes are not manual (as JAX runs
-    debug callbacks there): on the subgroup's first device, in a region manual over
-    every axis (XLA's partitioner places no callback itself in a manual subgroup),
-    with the operands whole there. An ordered callback's token goes through."""
-    mesh = module.axis_context
-    values = [_marked(_marked(x, "Sharding", _copies(mesh, x)), "SPMDFullToShardShape",
-                      "{manual}") for x in operands]
-    others = tuple(n for n, t in zip(mesh.axis_names, mesh.axis_types)
-                   if t != AxisType.Manual)
-    first = hlo.compare(_position(mesh, others, "{manual}"),
-                        lowering.ir_constant(np.int32(0)),
-                        hlo.ComparisonDirectionAttr.get("EQ"))
-    outer = ir.InsertionPoint.current.block
-    token = (module.effect_tokens.get(outer) or hlo.after_all([])) if ordered else None
-    branch = hlo.IfOp([token.type] if ordered else [], first)
-    module.axis_context = _manual_mesh(mesh, frozenset(mesh.axis_names))
-    try:
-        then = branch.true_branch.blocks.append()
-        with ir.InsertionPoint(then):
-            if ordered:
-                module.effect_tokens[then] = token
-            emit(values)
-            hlo.return_([module.effect_tokens[then]] if ordered else [])
-        with ir.InsertionPoint(branch.false_branch.blocks.append()):
-            hlo.return_([token] if ordered else [])
-    finally:
-        module.axis_context = mesh
-    if ordered:
-        module.effect_tokens[outer] = branch.results[0]
-
-
 def _axis_index(ctx, *, axis_name):
     mesh = _mesh(ctx, "axis_index")
     if math.prod(mesh.shape[a] for a in _axes(axis_name)) == 1:
         return [lowering.ir_constant(np.int32(0))]
-    annotate = "{manual}" if _auto_axes(mesh) else None
-    return [_fully_manual(mesh, None, lambda _: _position(mesh, _axes(axis_name), annotate))]
+    annotate = "{manual}" if has_auto_axes(mesh) else None
+    axes = _axes(axis_name)
+    return [fully_manual(mesh, None, lambda _: partition_position(mesh, axes, annotate))]
 
 
 register_lowering(axis_index_p, _axis_index)
@@ -243,7 +154,7 @@ def _all_gather(ctx, x, *, all_gather_dimension, axis_name, axis_index_groups, a
         return hlo.AllGatherOp([lowering.aval_to_ir_type(aval_out)], [x], all_gather_dimension,
                                _groups_attr(groups), channel_handle=_channel(),
                                use_global_device_ids=True).results[0]
-    return [_fully_manual(ctx.module_context.axis_context, x, gather)]
+    return [fully_manual(ctx.module_context.axis_context, x, gather)]
 
 
 register_lowering(all_gather_p, _all_gather)
@@ -279,7 +190,7 @@ def _all_to_all(ctx, x, *, split_axis, concat_axis, axis_name, axis_index_groups
         return [hlo.reshape(lowering.aval_to_ir_type(aval_out), x)]
     mesh = ctx.module_context.axis_context
     if tiled:
-        return [_fully_manual(mesh, x, lambda x: hlo.AllToAllOp(
+        return [fully_manual(mesh, x, lambda x: hlo.AllToAllOp(
             [x], split_axis, concat_axis, n, _groups_attr(groups),
             channel_handle=_channel()).results[0])]
     # One member per chunk: a size-1 axis where the gathered axis goes, exchanged
@@ -289,7 +200,7 @@ def _all_to_all(ctx, x, *, split_axis, concat_axis, axis_name, axis_index_groups
     shape = list(aval_in.shape)
     shape.insert(where, 1)
     x = hlo.reshape(lowering.aval_to_ir_type(aval_in.update(shape=tuple(shape))), x)
-    exchanged = _fully_manual(mesh, x, lambda x: hlo.AllToAllOp(
+    exchanged = fully_manual(mesh, x, lambda x: hlo.AllToAllOp(
         [x], split, where, n, _groups_attr(groups), channel_handle=_channel()).results[0])
     return [hlo.reshape(lowering.aval_to_ir_type(aval_out), exchanged)]
 
