@@ -106,3 +106,21 @@ def test_repeated_sharded_calls_run_from_cpp(monkeypatch):
     seen = len(planned)
     f(columns, X, 1.0)
     assert len(planned) == seen  # ... then run from C++
+
+
+def test_a_cached_call_keys_on_the_current_mesh():
+    # A program traced under one mesh is another program under the next (JAX keys its
+    # caches on the context mesh): set_mesh for every thread, `with mesh:` for this one.
+    from lamella.core.sharding import reshard, set_mesh
+    flat, grid = make_mesh((8,), ("x",)), make_mesh((4, 2), ("x", "y"))
+    f = lc.jit(lambda v: reshard(v * 2, P("x")))
+    x = np.arange(16, dtype=np.float32)
+    for mesh in (flat, grid, flat):
+        for enter in (set_mesh, lambda m: m):
+            with enter(mesh):
+                for _ in range(3):  # the later calls run from C++
+                    out = f(x)
+                    assert out.sharding.mesh == mesh
+                    np.testing.assert_array_equal(np.asarray(out), x * 2)
+    with pytest.raises(ValueError, match="needs a mesh"):
+        f(x)

@@ -47,7 +47,7 @@ from lamella.core.dispatch import current_executor, executor_generation
 from lamella.core.errors import UnexpectedTracerError
 from lamella.core.jaxpr import DebugInfo, check_jaxpr, eval_jaxpr
 from lamella.core.primitive import Primitive
-from lamella.core.sharding import NamedSharding
+from lamella.core.sharding import NamedSharding, get_mesh
 from lamella.core.stages import Lowered, Traced, _Signature
 from lamella.core.staging import StagingTrace, hoist_tracer_consts, trace_to_jaxpr
 from lamella.core.trace import Tracer, current_trace, eval_trace
@@ -251,7 +251,7 @@ class JitFunction:
             return leaf_names(self._signature, dyn_positions, dyn_args, dyn_kwargs)
 
         avals = flat_avals or abstractify_args(flat, names, f"jit-compiled {self._name}")
-        key = (in_tree, tuple(avals), static_key, config.trace_key())
+        key = (in_tree, tuple(avals), static_key, config.trace_key(), get_mesh())
         try:
             with self._lock:
                 entry = self._cache.get(key)
@@ -327,8 +327,8 @@ class JitFunction:
             previous = next(reversed(self._cache), None)
         if previous is None:
             return where + f"never seen function {self._name}, or its cache was cleared."
-        (tree, avals, statics, flags), (old_tree, old_avals, old_statics, old_flags) = \
-            key, previous
+        (tree, avals, statics, flags, mesh), (old_tree, old_avals, old_statics, old_flags,
+                                              old_mesh) = key, previous
         reasons = []
         if tree != old_tree:
             reasons.append(f"different input pytree structure: {old_tree} before, {tree} now")
@@ -345,6 +345,8 @@ class JitFunction:
         if flags != old_flags:
             reasons.append("configuration that affects tracing changed (x64, default "
                            "precision, promotion rules...)")
+        if mesh != old_mesh:
+            reasons.append(f"the current mesh was {old_mesh}, now {mesh}")
         return where + "; ".join(reasons or ["the cache evicted the previous trace"])
 
     def _donation_mask(self, dyn_positions, dyn_args, dyn_kwargs) -> tuple[bool, ...]:

@@ -26,7 +26,7 @@ import itertools
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -196,10 +196,12 @@ class Mesh:
 
     def __enter__(self) -> Mesh:
         _mesh_state.stack.append(self)
+        _mesh_changed(local=True)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         _mesh_state.stack.pop()
+        _mesh_changed(local=True)
 
 
 class _MeshState(threading.local):
@@ -209,6 +211,25 @@ class _MeshState(threading.local):
 
 _mesh_state = _MeshState()
 _global_mesh: list[Mesh | None] = [None]
+# Called with local=True when this thread's `with mesh:` changes the current mesh,
+# local=False when `set_mesh` changes it for every thread: a program traced under
+# one mesh is another program under the next (the executor's caches key on it).
+_mesh_observers: list[Callable[..., None]] = []
+
+
+def observe_mesh(observer: Callable[..., None]) -> None:
+    """Calls `observer(local=...)` whenever the current mesh changes."""
+    _mesh_observers.append(observer)
+
+
+def _mesh_changed(local: bool) -> None:
+    for observer in _mesh_observers:
+        observer(local=local)
+
+
+def thread_mesh() -> Mesh | None:
+    """The mesh of this thread's innermost `with mesh:` block, if any."""
+    return _mesh_state.stack[-1] if _mesh_state.stack else None
 
 
 def get_mesh() -> Mesh | None:
@@ -232,6 +253,7 @@ class _MeshSetting:
 
     def __exit__(self, *exc: Any) -> None:
         _global_mesh[0] = self._previous
+        _mesh_changed(local=False)
 
 
 def set_mesh(mesh: Mesh | None) -> _MeshSetting:
@@ -246,6 +268,7 @@ def set_mesh(mesh: Mesh | None) -> _MeshSetting:
     if mesh is not None and not isinstance(mesh, Mesh):
         raise TypeError(f"set_mesh takes a Mesh or None, got {type(mesh).__name__}")
     previous, _global_mesh[0] = _global_mesh[0], mesh
+    _mesh_changed(local=False)
     return _MeshSetting(previous)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from jaxlib import _jax
 
+from lamella.core import sharding
 from lamella.core import trace as core_trace
 from lamella.core.config import NO_OVERRIDE, config
 from lamella.lax import runtime
@@ -79,10 +80,12 @@ class _TraceContext(threading.local):
     def __init__(self) -> None:
         self.tracing = False
         self.overrides: tuple = ()
+        self.mesh = None  # this thread's `with mesh:` (set_mesh clears the caches instead)
 
     def publish(self) -> None:
         runtime.set_trace_context_in_thread(
-            (self.tracing, self.overrides) if self.tracing or self.overrides else None)
+            (self.tracing, self.overrides, self.mesh)
+            if self.tracing or self.overrides or self.mesh is not None else None)
 
 
 _context = _TraceContext()
@@ -107,6 +110,14 @@ def _overrides_changed(local: dict[str, Any]) -> None:
     _context.publish()
 
 
+def _mesh_changed(local: bool) -> None:
+    if local:
+        _context.mesh = sharding.thread_mesh()
+        _context.publish()
+    else:
+        runtime.clear_fast_path_caches()
+
+
 def _forget_compiled_calls(value: Any, local: bool) -> None:
     # A process-wide change of a flag that shapes tracing must retrace: the C++ cache
     # keys on this thread's overrides only, so its entries go (lamella's trace cache
@@ -119,6 +130,7 @@ def mirror_config_in_jaxlib() -> None:
     """Registers the observers (once, when lamella.lax loads)."""
     core_trace.observe_top_level(_top_level_changed)
     config.observe_overrides(_overrides_changed)
+    sharding.observe_mesh(_mesh_changed)
     for name in config._traced:
         if name not in _NATIVE:
             config.observe(name, _forget_compiled_calls)
