@@ -121,7 +121,8 @@ def install_for_benchmarks(session: nox.Session) -> None:
     folders = []
     for package in LAYERS:
         folders += ["-e", f"./packages/{package}"]
-    session.install(*folders, "jax==0.10.2", *DEMO_DEPS)  # bench_random times the demo's step
+    # bench_random times the demo's step; JAX's export serializes with flatbuffers.
+    session.install(*folders, "jax==0.10.2", "flatbuffers", *DEMO_DEPS)
 
 
 @nox.session(python=PYTHON)
