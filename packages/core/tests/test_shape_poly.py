@@ -1,7 +1,7 @@
 """lamella.core.shape_poly: symbolic dimensions, checked against integer arithmetic.
 
-Random expressions over the variables a, b, c (built with +, -, *, // and % by
-constants) are evaluated symbolically and then at random points where every
+Random expressions over the variables a, b, c (built with +, -, *, max_dim, min_dim,
+and // and % by constants) are evaluated symbolically and then at random points where every
 variable is >= 1; the results must agree with the same arithmetic on ints.
 Decided comparisons must hold at every point; printed expressions parse back.
 """
@@ -23,6 +23,8 @@ from lamella.core.shape_poly import (
     all_dim_vars,
     evaluate_shape,
     is_symbolic_dim,
+    max_dim,
+    min_dim,
     symbolic_args_specs,
     symbolic_shape,
 )
@@ -34,7 +36,7 @@ _leaf = st.one_of(st.sampled_from(VARS), st.integers(-5, 5))
 
 
 def _extend(children):
-    binary = st.tuples(st.sampled_from(["+", "-", "*"]), children, children)
+    binary = st.tuples(st.sampled_from(["+", "-", "*", "max", "min"]), children, children)
     by_constant = st.tuples(st.sampled_from(["//", "%"]), children,
                             st.integers(-4, 4).filter(bool))
     return binary | by_constant
@@ -44,7 +46,7 @@ expressions = st.recursive(_leaf, _extend, max_leaves=6)
 points = st.fixed_dictionaries({v: st.integers(1, 9) for v in VARS})
 
 _OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
-        "%": operator.mod}
+        "%": operator.mod, "max": max_dim, "min": min_dim}
 
 
 def build(tree, leaf):
@@ -108,7 +110,8 @@ def test_printed_expressions_parse_back(tree, point):
 
 
 def test_normal_form_and_printing():
-    assert str(2 * B + A * 3 - B) == "3*a + b"
+    # JAX's order: larger terms first, then by name, descending
+    assert str(2 * B + A * 3 - B) == "b + 3*a"
     assert str(B * B - 1) == "b^2 - 1"
     assert str(A * B + 2 - A) == "a*b - a + 2"
     assert (A + B) * 2 - 2 * B == 2 * A
@@ -118,6 +121,35 @@ def test_normal_form_and_printing():
     assert 2 * (B // 2) + B % 2 != B  # not simplified, but equal in value:
     assert all(value(2 * (B // 2) + B % 2, {"b": n}) == n for n in range(1, 8))
     assert hash(symbolic_shape("b")[0]) == hash(B) and symbolic_shape("b")[0] == B
+    assert str(B - B // 2) == "- floordiv(b, 2) + b"
+    assert str(B % 3 + B // 3 + B) == "mod(b, 3) + floordiv(b, 3) + b"
+
+
+def test_max_min_terms_print_and_simplify_as_jax():
+    assert str(min_dim(B, 2)) == "min(b, 2)" and str(min_dim(5, B)) == "min(5, b)"
+    assert str(max_dim(0, B - 2)) == "max(0, b - 2)" and str(max_dim(B - 2, 0)) == "max(b - 2, 0)"
+    assert str(B - min_dim(B, 5)) == "- min(b, 5) + b"
+    assert str(max_dim(0, 10 - B)) == "max(0, - b + 10)"
+    assert str(min_dim(B, A) + A + B) == "min(b, a) + b + a"
+    # decided ones are one of the operands
+    assert min_dim(B, 1) == 1 and max_dim(B, 1) == B and max_dim(B, B + 1) == B + 1
+    assert min_dim(B, B) == B and max_dim(3, 4) == 4 and type(min_dim(3, 4)) is int
+    # == is syntactic, as JAX's
+    assert min_dim(B, 2) == min_dim(B, 2) and min_dim(B, 2) != min_dim(2, B)
+    assert symbolic_shape("max(b, 2), min(b, 3) + 1") == (max_dim(B, 2), min_dim(B, 3) + 1)
+    with pytest.raises(TypeError, match="max_dim takes dimensions"):
+        max_dim(B, 2.5)
+
+
+def test_max_min_floordiv_comparisons_decided_as_jax():
+    m, big = min_dim(B, 2), max_dim(B, 3)
+    assert m <= 2 and m >= 1 and m <= B and big >= 3 and big >= B
+    assert B - min_dim(B, 5) >= 0 and max_dim(0, B - 2) >= 0
+    assert B // 2 <= B and B - B // 3 >= 0 and 2 * (B // 2) <= B
+    assert min_dim(A, B) <= A + B and max_dim(A, B) <= A + B
+    for undecided in (lambda: m >= 2, lambda: big <= B, lambda: min_dim(A, B) >= 2):
+        with pytest.raises(InconclusiveDimensionOperation):
+            undecided()
 
 
 def test_comparisons_decide_or_raise_jax_style():
@@ -156,7 +188,7 @@ def test_symbolic_shape_forms():
     assert symbolic_shape("(b, _, ...)", like=(None, 3, 5, 6)) == (B, 3, 5, 6)
     assert symbolic_shape(None, like=(2, 3)) == (2, 3)
     with pytest.raises(ValueError, match="invalid dimension expression"):
-        symbolic_shape("b, max(b, 2)")
+        symbolic_shape("b, abs(b)")
     with pytest.raises(ValueError, match="syntax error"):
         symbolic_shape("b +")
     with pytest.raises(ValueError, match="has 4 in dimension 0 where the actual shape has 3"):

@@ -2,19 +2,24 @@
 
 A `DimExpr` is an integer polynomial over dimension variables (``b``, ``n``),
 whose factors may also be ``floordiv(e, k)`` and ``mod(e, k)`` of another
-expression by a constant. Arithmetic with ints and other expressions stays
+expression by a constant, and ``max(e1, e2)`` / ``min(e1, e2)`` of two
+expressions (what clamping a slice to a symbolic size gives, `max_dim` /
+`min_dim`). Arithmetic with ints and other expressions stays
 symbolic; a result that is a constant comes back as a Python int. Every
 dimension variable is >= 1, and a `SymbolicScope` may add constraints
 (``"b >= 16"``). A comparison is decided from bounds over all admissible
-values, or raises `InconclusiveDimensionOperation`; ``==`` is never
+values (a ``max``, ``min`` or ``floordiv`` term is also bounded by the
+expressions it is made of), or raises `InconclusiveDimensionOperation`; ``==`` is never
 inconclusive: it is True only for expressions that are provably equal
 (JAX's choice, since hashing relies on it).
 
 >>> b, n = symbolic_shape("b, n")
 >>> (2 * b + n) * 3 - b
-5*b + 3*n
+3*n + 5*b
 >>> (b * 4) // 4, b >= 1, b == 4
 (b, True, False)
+>>> min_dim(b, 2), b - min_dim(b, 5) >= 0, b - b // 2 >= 0
+(min(b, 2), True, True)
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from lamella.core.errors import InconclusiveDimensionOperation as _CoreInconclus
 
 __all__ = ["DimExpr", "InconclusiveDimensionOperation", "SymbolicScope", "all_dim_vars",
            "dimension_as_value",
-           "evaluate_shape", "is_symbolic_dim", "is_symbolic_shape", "symbolic_args_specs",
+           "evaluate_shape", "is_symbolic_dim", "is_symbolic_shape", "max_dim", "min_dim",
+           "symbolic_args_specs",
            "symbolic_shape"]
 
 DimSize = Union[int, "DimExpr"]
@@ -50,8 +56,9 @@ class InconclusiveDimensionOperation(_CoreInconclusive):
         super().__init__(message + _HELP)
 
 
-# A factor is a variable name, or (operation, operand, divisor) for floordiv and mod.
-# A term (monomial) is a sorted tuple of (factor, exponent); the constant term is ().
+# A factor is a variable name, or (operation, operand, divisor) for floordiv and mod,
+# or (operation, e1, e2) for max and min. A term (monomial) is a tuple of
+# (factor, exponent) sorted by `_factor_key`; the constant term is ().
 _Factor = str | tuple
 _Term = tuple
 
@@ -64,9 +71,30 @@ def _term_str(term: _Term) -> str:
     return "*".join(_factor_str(f) if k == 1 else f"{_factor_str(f)}^{k}" for f, k in term)
 
 
+# JAX orders factors, terms and expressions by their size (a variable is 1, an operation 1
+# plus its operands'), then by their parts; an expression prints its largest terms first
+# ("3*n + 5*b", "- floordiv(b, 2) + b"). These keys sort the same way, so that lamella
+# prints what JAX prints.
+def _factor_key(f: _Factor) -> tuple:
+    if isinstance(f, str):
+        return (1, f, ())
+    operands = tuple(_expr_key(o) for o in f[1:])
+    return (1 + sum(k[0] for k in operands), f[0], operands)
+
+
 def _term_key(term: _Term) -> tuple:
-    # Higher degree first, then by name: "5*b + 3*n", constants last (JAX's order).
-    return (-sum(k for _, k in term), _term_str(term))
+    factors = tuple((_factor_key(f), k) for f, k in term)
+    return (sum(1 + k * fk[0] for fk, k in factors), factors)
+
+
+def _expr_key(e: DimSize) -> tuple:
+    if type(e) is DimExpr:
+        return e._key()
+    return (1, (((0, ()), e),))
+
+
+def _sorted_factors(powers: Mapping[_Factor, int]) -> _Term:
+    return tuple(sorted(powers.items(), key=lambda fk: _factor_key(fk[0])))
 
 
 class SymbolicScope:
@@ -128,13 +156,20 @@ _default_scope = SymbolicScope()
 class DimExpr:
     """A symbolic dimension: an integer polynomial over dimension variables."""
 
-    __slots__ = ("_terms", "_scope", "_hash")
+    __slots__ = ("_terms", "_scope", "_hash", "_sort_key")
 
     def __init__(self, terms: Mapping[_Term, int], scope: SymbolicScope):
         self._terms = tuple(sorted(((t, c) for t, c in terms.items() if c),
-                                   key=lambda tc: _term_key(tc[0])))
+                                   key=lambda tc: (_term_key(tc[0]), tc[1]), reverse=True))
         self._scope = scope
         self._hash = hash(self._terms)
+        self._sort_key: tuple | None = None
+
+    def _key(self) -> tuple:
+        if self._sort_key is None:
+            terms = tuple((_term_key(t), c) for t, c in self._terms)
+            self._sort_key = (sum(1 + abs(c) * tk[0] for tk, c in terms), terms)
+        return self._sort_key
 
     @staticmethod
     def _normalized(terms: Mapping[_Term, int], scope: SymbolicScope) -> DimSize:
@@ -250,6 +285,14 @@ class DimExpr:
         remainder = DimExpr({(((("mod", self, divisor)), 1),): 1}, self._scope)
         return quotient, remainder
 
+    def max(self, other: DimSize) -> DimSize:
+        """The larger of the two (see `max_dim`)."""
+        return max_dim(self, other)
+
+    def min(self, other: DimSize) -> DimSize:
+        """The smaller of the two (see `min_dim`)."""
+        return min_dim(self, other)
+
     def __floordiv__(self, divisor: Any) -> Any:
         if self._terms_of(divisor) is None:
             return _as_value(self).__floordiv__(divisor) if _is_traced(divisor) \
@@ -355,7 +398,7 @@ class DimExpr:
                 if isinstance(f, str):
                     found.add(f)
                 else:
-                    found |= _variables(f[1])
+                    found |= _variables(f[1]) | _variables(f[2])
         return found
 
     @property
@@ -394,22 +437,30 @@ class DimExpr:
         12
         """
         return self.evaluate_with(env.__getitem__, operator.add, operator.mul,
-                                  lambda x, k: x // k, lambda x, k: x % k, lambda c: c)
+                                  lambda x, k: x // k, lambda x, k: x % k, lambda c: c,
+                                  maximum=max, minimum=min)
 
     def evaluate_with(self, var: Callable[[str], Any], add: Callable, mul: Callable,
-                      floordiv: Callable, mod: Callable, const: Callable[[int], Any]) -> Any:
+                      floordiv: Callable, mod: Callable, const: Callable[[int], Any], *,
+                      maximum: Callable, minimum: Callable) -> Any:
         """The expression computed with the given operations (lowering uses this with
         StableHLO ops on the variables' values)."""
+        ops = {"floordiv": floordiv, "mod": mod, "max": maximum, "min": minimum}
+
+        def operand(o: DimSize) -> Any:
+            return o.evaluate_with(var, add, mul, floordiv, mod, const, maximum=maximum,
+                                   minimum=minimum) if isinstance(o, DimExpr) else const(o)
+
         total = None
         for term, c in self._terms:
             value = None
             for f, k in term:
                 if isinstance(f, str):
                     base = var(f)
-                else:
-                    operand = f[1].evaluate_with(var, add, mul, floordiv, mod, const) \
-                        if isinstance(f[1], DimExpr) else const(f[1])
-                    base = (floordiv if f[0] == "floordiv" else mod)(operand, f[2])
+                elif f[0] in ("max", "min"):
+                    base = ops[f[0]](operand(f[1]), operand(f[2]))
+                else:  # the divisor of floordiv and mod stays a Python int
+                    base = ops[f[0]](operand(f[1]), f[2])
                 for _ in range(k):
                     value = base if value is None else mul(value, base)
             piece = const(c) if value is None else value if c == 1 else mul(const(c), value)
@@ -469,7 +520,7 @@ def _term_mul(t1: _Term, t2: _Term) -> _Term:
     powers: dict[_Factor, int] = dict(t1)
     for f, k in t2:
         powers[f] = powers.get(f, 0) + k
-    return tuple(sorted(powers.items(), key=lambda fk: _factor_str(fk[0])))
+    return _sorted_factors(powers)
 
 
 def _exact_division(e: DimExpr, divisor: DimExpr) -> DimSize | None:
@@ -484,7 +535,7 @@ def _exact_division(e: DimExpr, divisor: DimExpr) -> DimSize | None:
         if c % dc or any(powers.get(f, 0) < k for f, k in dpowers.items()):
             return None
         rest = {f: k - dpowers.get(f, 0) for f, k in powers.items() if k - dpowers.get(f, 0)}
-        out[tuple(sorted(rest.items(), key=lambda fk: _factor_str(fk[0])))] = c // dc
+        out[_sorted_factors(rest)] = c // dc
     return DimExpr._normalized(out, e._scope)
 
 
@@ -524,6 +575,10 @@ def _factor_bounds(f: _Factor, scope: SymbolicScope) -> tuple[float, float]:
         return scope.variable_bounds(f)
     operation, operand, k = f
     lo, hi = operand.bounds() if isinstance(operand, DimExpr) else (operand, operand)
+    if operation in ("max", "min"):
+        lo2, hi2 = k.bounds() if isinstance(k, DimExpr) else (k, k)
+        pick = max if operation == "max" else min
+        return pick(lo, lo2), pick(hi, hi2)
     if operation == "mod":
         return (0, k - 1) if k > 0 else (k + 1, 0)
     ends = [x / k if math.isinf(x) else x // k for x in (lo, hi)]
@@ -535,24 +590,104 @@ def _interval_mul(a: tuple[float, float], b: tuple[float, float]) -> tuple[float
     return min(products), max(products)
 
 
-def _geq(e1: Any, e2: Any, describe: Callable[[], str]) -> bool:
-    diff = e1 - e2
-    if not isinstance(diff, DimExpr):
+# How deep `_lower_bound` rewrites max, min and floordiv terms into their operands.
+_REWRITE_DEPTH = 3
+
+
+def _lower_bound(e: DimSize, depth: int = _REWRITE_DEPTH) -> float:
+    """A lower bound of ``e``: its interval bound, improved by rewriting one term
+    ``c*F`` whose factor ``F`` is an operation into the expressions ``F`` is made of.
+    ``rest + c*max(e1, e2)`` is the larger (c > 0) or the smaller (c < 0) of
+    ``rest + c*e1`` and ``rest + c*e2`` (min the other way round); ``k*floordiv(e, k)``
+    lies in ``[e - k + 1, e]``. So ``b - min(b, 5) >= 0`` and ``b - floordiv(b, 2) >= 0``."""
+    if type(e) is not DimExpr:
+        return e
+    best = e.bounds()[0]
+    if depth == 0:
+        return best
+    for term, c in e._terms:
+        if len(term) != 1 or term[0][1] != 1 or isinstance(term[0][0], str):
+            continue
+        (operation, a, k), _ = term[0]
+        rest = e - DimExpr({term: c}, e._scope)
+        if operation in ("max", "min"):
+            options = (_lower_bound(rest + c * a, depth - 1),
+                       _lower_bound(rest + c * k, depth - 1))
+            larger = (operation == "max") == (c > 0)
+            best = max(best, max(options) if larger else min(options))
+        elif operation == "floordiv" and k > 0:
+            # k*e_total = k*rest + c*(a - mod(a, k)), with 0 <= mod(a, k) <= k - 1.
+            scaled = k * rest + c * a - (c * (k - 1) if c > 0 else 0)
+            lo = _lower_bound(scaled, depth - 1) / k
+            best = max(best, lo if math.isinf(lo) else math.ceil(lo))
+    return best
+
+
+def _decide_nonnegative(diff: DimSize) -> bool | None:
+    """Whether ``diff >= 0`` for every admissible value (None when it depends)."""
+    if type(diff) is not DimExpr:
         return diff >= 0
-    lo, hi = diff.bounds()
-    if lo >= 0:
+    if _lower_bound(diff) >= 0:
         return True
-    if hi < 0:
+    if _lower_bound(-diff) > 0:
         return False
     for kind, constraint, _ in diff.scope.constraints:  # e1 - e2 >= constraint >= 0?
-        rest = diff - constraint
-        if (not isinstance(rest, DimExpr) and rest >= 0) or (
-                isinstance(rest, DimExpr) and rest.bounds()[0] >= 0):
+        if _lower_bound(diff - constraint) >= 0:
             return True
         if kind == "==":
             rest = diff + constraint
             if not isinstance(rest, DimExpr) and rest >= 0:
                 return True
+    return None
+
+
+def max_dim(d1: DimSize, d2: DimSize) -> DimSize:
+    """The larger of two dimensions: one of them when the comparison is decided for every
+    size, else the expression ``max(d1, d2)`` (JAX's `core.max_dim`).
+
+    >>> b, = symbolic_shape("b")
+    >>> max_dim(b, 1), max_dim(0, b - 2), max_dim(3, 4)
+    (b, max(0, b - 2), 4)
+    """
+    if type(d1) is not DimExpr and type(d2) is not DimExpr:
+        return max(d1, d2)
+    return _max_min("max", d1, d2)
+
+
+def min_dim(d1: DimSize, d2: DimSize) -> DimSize:
+    """The smaller of two dimensions: one of them when the comparison is decided for
+    every size, else the expression ``min(d1, d2)`` (JAX's `core.min_dim`).
+
+    >>> b, = symbolic_shape("b")
+    >>> min_dim(b, 1), min_dim(b, 2), min_dim(3, 4)
+    (1, min(b, 2), 3)
+    """
+    if type(d1) is not DimExpr and type(d2) is not DimExpr:
+        return min(d1, d2)
+    return _max_min("min", d1, d2)
+
+
+def _max_min(operation: str, d1: DimSize, d2: DimSize) -> DimSize:
+    for d in (d1, d2):
+        if type(d) is not DimExpr and (not isinstance(d, (int, np.integer))
+                                       or isinstance(d, bool)):
+            raise TypeError(f"{operation}_dim takes dimensions (ints or symbolic "
+                            f"dimensions), got {d!r}")
+    d1, d2 = (d if type(d) is DimExpr else int(d) for d in (d1, d2))
+    first_larger = _decide_nonnegative(d1 - d2)
+    if first_larger is not None:
+        return d1 if first_larger == (operation == "max") else d2
+    scope = (d1 if type(d1) is DimExpr else d2).scope
+    return DimExpr({(((operation, d1, d2), 1),): 1}, scope)
+
+
+def _geq(e1: Any, e2: Any, describe: Callable[[], str]) -> bool:
+    diff = e1 - e2
+    if not isinstance(diff, DimExpr):
+        return diff >= 0
+    decided = _decide_nonnegative(diff)
+    if decided is not None:
+        return decided
     scope = diff.scope
     where = f"\nUsing symbolic scope with constraints:\n{scope}" if scope.constraints else ""
     raise InconclusiveDimensionOperation(
@@ -580,11 +715,11 @@ def _parse_expr(text: str, scope: SymbolicScope) -> DimSize:
                 raise ValueError(f"exponent must be a constant in {text.strip()!r}")
             return _BINOPS[type(node.op)](left, right)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                and node.func.id in ("floordiv", "mod") and len(node.args) == 2:
-            left, right = walk(node.args[0]), walk(node.args[1])
-            return left // right if node.func.id == "floordiv" else left % right
+                and node.func.id in _CALLS and len(node.args) == 2:
+            return _CALLS[node.func.id](walk(node.args[0]), walk(node.args[1]))
         raise ValueError(f"invalid dimension expression {text.strip()!r}: dimensions are "
-                         "integers, variables, +, -, *, ^, floordiv(e, k) and mod(e, k)")
+                         "integers, variables, +, -, *, ^, floordiv(e, k), mod(e, k), "
+                         "max(e1, e2) and min(e1, e2)")
 
     return walk(tree)
 
@@ -592,6 +727,10 @@ def _parse_expr(text: str, scope: SymbolicScope) -> DimSize:
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+
+
+_CALLS: dict[str, Callable[[Any, Any], Any]] = {
+    "floordiv": operator.floordiv, "mod": operator.mod, "max": max_dim, "min": min_dim}
 
 
 def _from_string(text: str) -> DimSize:

@@ -193,7 +193,8 @@ def dim_value(d: int | DimExpr, dtype: Any = np.int64) -> ir.Value:
     value = d.evaluate_with(variable, hlo.add, hlo.multiply,
                             lambda x, k: _floor_div(x, constant(np.int64(k))),
                             lambda x, k: _floor_mod(x, constant(np.int64(k))),
-                            lambda c: constant(np.int64(c)))
+                            lambda c: constant(np.int64(c)),
+                            maximum=hlo.maximum, minimum=hlo.minimum)
     if np.dtype(dtype) != np.int64:
         from lamella.lax.mlir_context import element_type
         value = hlo.convert(ir.RankedTensorType.get([], element_type(np.dtype(dtype))), value)
