@@ -27,31 +27,36 @@ class ShapedArray:
 
     `sharding` is the array's layout when it is part of its type (a NamedSharding
     over a mesh with Explicit axes, JAX 0.10's explicit sharding); None otherwise.
+    `vma` is, inside a shard_map body, the set of manual mesh axes the value varies
+    over (JAX's varying manual axes, printed `f32[4]{V:x}`); empty everywhere else.
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding", "vma")
     array_abstraction_level = 1
 
     def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False,
-                 sharding: Any = None):
+                 sharding: Any = None, vma: frozenset = frozenset()):
         # Abstract-eval rules build avals for every traced operation: skip the
         # conversions when the shape is already a tuple and the dtype a dtype.
         self.shape = shape if type(shape) is tuple else tuple(int(d) for d in shape)
         self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.sharding = sharding
+        self.vma = vma
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
 
-    def update(self, shape=None, dtype=None, weak_type=None, sharding=False) -> ShapedArray:
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=False,
+               vma=None) -> ShapedArray:
         """A copy with the given fields replaced; a new shape drops the sharding
-        unless one is given (`sharding=None` drops it too)."""
+        unless one is given (`sharding=None` drops it too), the vma stays."""
         if sharding is False:
             sharding = self.sharding if shape is None else None
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type, sharding)
+                           self.weak_type if weak_type is None else weak_type, sharding,
+                           self.vma if vma is None else vma)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
@@ -59,25 +64,34 @@ class ShapedArray:
     def to_tangent_aval(self) -> ShapedArray:
         """The aval of this value's tangents: same shape, float0 for integers."""
         return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type,
-                           self.sharding)
+                           self.sharding, self.vma)
 
     def str_short(self, short_dtypes: bool = True) -> str:
-        """`f32[8,4]`; a sharded dimension shows its mesh axes: `f32[8@x,4@(y,z)]`."""
+        """`f32[8,4]`; a sharded dimension shows its mesh axes: `f32[8@x,4@(y,z)]`;
+        a value varying over manual axes inside shard_map: `f32[2]{V:x}`, `{V:(x,y)}`."""
         name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
         if self.sharding is None:
-            return f"{name}[{','.join(map(str, self.shape))}]"
-        dims = []
-        for size, entry in zip(self.shape, self.sharding.spec._normalized(len(self.shape))):
-            axes = entry[0] if len(entry) == 1 else f"({','.join(entry)})"
-            dims.append(f"{size}@{axes}" if entry else str(size))
-        return f"{name}[{','.join(dims)}]"
+            text = f"{name}[{','.join(map(str, self.shape))}]"
+        else:
+            dims = []
+            for size, entry in zip(self.shape,
+                                   self.sharding.spec._normalized(len(self.shape))):
+                axes = entry[0] if len(entry) == 1 else f"({','.join(entry)})"
+                dims.append(f"{size}@{axes}" if entry else str(size))
+            text = f"{name}[{','.join(dims)}]"
+        if self.vma:
+            axes = sorted(self.vma, key=str)
+            text += "{V:" + (str(axes[0]) if len(axes) == 1 else f"({','.join(axes)})") + "}"
+        return text
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is ShapedArray and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type
-                and self.sharding == other.sharding)
+                and self.sharding == other.sharding and self.vma == other.vma)
 
     def __hash__(self) -> int:
+        if self.vma:
+            return hash((self.shape, self.dtype, self.weak_type, self.sharding, self.vma))
         return hash((self.shape, self.dtype, self.weak_type, self.sharding))
 
     def __repr__(self) -> str:
@@ -119,6 +133,17 @@ class _ExplicitSharding:
 
 
 explicit_sharding = _ExplicitSharding()
+
+
+class _ManualAxesTyping:
+    """The step that, while a shard_map body is traced, gives each traced equation's
+    results the manual axes they vary over (`lamella.lax`'s vma rules); None outside
+    one, so tracing elsewhere does no vma work."""
+
+    propagate: Callable[..., Any] | None = None
+
+
+manual_axes_typing = _ManualAxesTyping()
 
 
 class ShapeDtypeStruct:

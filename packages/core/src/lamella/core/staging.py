@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from lamella.core.avals import ShapedArray, explicit_sharding, get_aval
+from lamella.core.avals import ShapedArray, explicit_sharding, get_aval, manual_axes_typing
 from lamella.core.effects import effects_of
 from lamella.core.jaxpr import (
     NO_EFFECTS,
@@ -135,6 +135,9 @@ class StagingTrace(Trace):
             out = rule(*[v.aval for v in invars], **params)
             if _propagate_shardings is not None:  # explicit sharding is in use
                 out = _propagate_shardings(primitive, [v.aval for v in invars], out, params)
+            if manual_axes_typing.propagate is not None:  # inside a shard_map body
+                out = manual_axes_typing.propagate(primitive, [v.aval for v in invars], out,
+                                                   params)
         except (TypeError, ValueError) as e:
             raise _with_location(e, primitive, source) from None
         effects = effects_of(primitive, params)
