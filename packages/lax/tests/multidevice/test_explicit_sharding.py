@@ -248,7 +248,7 @@ def _trace(f, *args):
      r"`Explicit`\. The array sharding: P\('x', None\) did not match the sharding provided: "
      r"P\(None, 'x'\)\. Please use `jax\.sharding\.reshard`"),
     (lambda u, v: lax.linalg.qr(u), (("x",), ()), ShardingTypeError,
-     r"sharding rule for qr is not implemented .*auto_axes"),
+     r"Input 0 to qr must be unsharded on non-batch dimensions, but got P\('x', None\)\."),
 ])
 def test_undecidable_layouts_are_errors(f, args, error, message):
     operands = [put(X, *a) for a in args]

@@ -194,7 +194,7 @@ def elementwise_rule(name: str) -> Callable[..., list[Spec]]:
                     shown = ", ".join(str(tuple(s)) for s in specs if len(s) == ndim)
                     raise ShardingTypeError(
                         f"{name} got incompatible shardings for broadcasting: {shown}.")
-        return [tuple(merged)] * len(outs)
+        return [check_distinct(name, in_avals, outs[0], tuple(merged))] * len(outs)
     return rule
 
 

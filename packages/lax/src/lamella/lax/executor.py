@@ -423,6 +423,9 @@ class XlaExecutor(Executor):
     def device_put(self, x, device=None, *, donate=False, may_alias=None):
         if device is None and isinstance(x, runtime.Array):
             return x
+        if isinstance(x, Tracer):  # under jit: a reshard, or an identity to a device
+            from lamella.lax.explicit_sharding import traced_device_put  # it imports lax
+            return traced_device_put(x, device)
         if isinstance(device, (NamedSharding, PartitionSpec)):
             return self._put_sharded(x, as_named(device, "device_put"), donate)
         device = getattr(device, "_device", device)  # a SingleDeviceSharding names one

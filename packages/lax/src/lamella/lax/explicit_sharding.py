@@ -22,7 +22,14 @@ from typing import Any
 from lamella.core import batching
 from lamella.core.avals import ShapedArray, explicit_sharding
 from lamella.core.primitive import Primitive
-from lamella.core.sharding import NamedSharding, PartitionSpec, reshard
+from lamella.core.sharding import (
+    AxisType,
+    NamedSharding,
+    PartitionSpec,
+    as_named,
+    reshard,
+    with_sharding_constraint,
+)
 from lamella.core.sharding_rules import (
     ShardingTypeError,
     _axes_size,
@@ -68,6 +75,20 @@ def pin_typed_layouts(avals: Any, values: list, region: Any = None) -> list:
 def with_out_sharding(x: Any, sharding: NamedSharding | None) -> Any:
     """`x` resharded to what an `out_sharding=` argument asked for (None: as it is)."""
     return x if sharding is None else reshard(x, sharding)
+
+
+def traced_device_put(x: Any, device: Any) -> Any:
+    """`device_put(x, device)` while tracing: to a sharding (or a PartitionSpec over the
+    current mesh) it is a reshard under Explicit axes and a sharding constraint under
+    Auto ones, as JAX does under jit; to a device, or none, the identity."""
+    from lamella.lax.identities import ArrayCopySemantics, device_put_p
+    if isinstance(device, (NamedSharding, PartitionSpec)):
+        named = as_named(device, "device_put")
+        if AxisType.Explicit in named.mesh.axis_types:
+            return reshard(x, named)
+        return with_sharding_constraint(x, named)
+    return device_put_p.bind(x, devices=(device,), srcs=(None,),
+                             copy_semantics=(ArrayCopySemantics.REUSE_INPUT,))[0]
 
 
 def unshard_dims(x: Any, dims: Any = None) -> Any:
@@ -171,8 +192,9 @@ def _sort_rule(specs, in_avals, outs, *, dimension, **params):
 def _top_k_rule(specs, in_avals, outs, **params):
     axis = params.get("axis", len(specs[0]) - 1)
     if specs[0][axis] is not None:
-        raise ShardingTypeError(f"top_k: the operand must be unsharded along axis {axis}, "
-                                f"got {in_avals[0]}")
+        raise ShardingTypeError(
+            "The input should be unsharded over the axis along which to compute the top_k "
+            f"values. Got input type={in_avals[0]} and axis={axis}")
     return [specs[0]] * len(outs)
 
 
@@ -227,10 +249,14 @@ def _resized_dims_rule(name: str):
 
 
 def _dynamic_update_slice_rule(specs, in_avals, outs, **params):
-    if specs[1] != specs[0] and in_avals[1].sharding is not None:
+    if specs[1] != specs[0]:
+        mesh = _mesh(in_avals)
+        axes = tuple(n for n, t in zip(mesh.axis_names, mesh.axis_types)
+                     if t.name == "Explicit")
         raise ShardingTypeError(
-            f"dynamic_update_slice operand sharding must be equal to update sharding, got "
-            f"operand type {in_avals[0]} and update type {in_avals[1]}.")
+            "dynamic_update_slice operand sharding must be equal to update sharding, got "
+            f"operand sharding {in_avals[0]}({{Explicit: {axes}}}) and update sharding "
+            f"{in_avals[1]}({{Explicit: {axes}}}).")
     return [specs[0]]
 
 
@@ -261,12 +287,208 @@ def _shard_map_rule(specs, in_avals, outs, *, mesh, out_specs, **params):
             for s, o in zip(out_specs, outs)]
 
 
-def _fft_rule(specs, in_avals, outs, *, fft_lengths, **params):
-    n = len(fft_lengths)
-    if any(e is not None for e in specs[0][len(specs[0]) - n:]):
-        raise ShardingTypeError(f"fft: the transformed dimensions must be unsharded, got "
-                                f"{in_avals[0]}")
+def _gather_rule(specs, in_avals, outs, *, dimension_numbers, slice_sizes, **params):
+    """A gather's result takes the operand's layout on its unsliced (window) dimensions
+    and the indices' on the query dimensions; a sliced-in dimension that is split, a
+    split query dimension (unless batched with the operand) or a batch pair split two
+    ways has no typed result (JAX: give `out_sharding=`)."""
+    dn = dimension_numbers
+    operand, indices = specs
+    if all(e is None for e in operand) and all(e is None for e in indices):
+        return [(None,) * len(outs[0].shape)]
+    batch = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    decidable = (
+        all(slice_sizes[d] == in_avals[0].shape[d] or operand[d] is None
+            for d in dn.start_index_map)
+        and all(operand[o] is None or indices[i] is None or operand[o] == indices[i]
+                for o, i in batch.items())
+        and all(e is None for d, e in enumerate(indices)
+                if d not in dn.start_indices_batching_dims))
+    if not decidable:
+        raise ShardingTypeError(
+            "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+            "indexing as out sharding could not be resolved unambiguously (or would require "
+            f"collectives on inputs). Got operand={in_avals[0]!r}, indices={in_avals[1]!r}")
+    queries = list(indices[:-1])  # the last dimension holds the index vectors
+    for o, i in batch.items():
+        queries[i] = queries[i] if queries[i] is not None else operand[o]
+    windows = iter(operand[d] for d in range(len(operand))
+                   if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims)
+    query_iter = iter(queries)
+    spec = tuple(next(windows) if d in dn.offset_dims else next(query_iter)
+                 for d in range(len(outs[0].shape)))
+    return [check_distinct("gather", in_avals, outs[0], spec)]
+
+
+def _scatter_rule(specs, in_avals, outs, *, dimension_numbers, **params):
+    """A scatter keeps the operand's layout; its windows must match the updates' (full
+    windows) or be unsplit (partial ones), and the query dimensions of the indices and
+    updates unsplit unless batched with the operand (JAX's rule, as the gather's inverse)."""
+    dn = dimension_numbers
+    operand, indices, updates = specs
+    if all(e is None for s in specs for e in s):
+        return [operand]
+    update_queries = [d for d in range(len(updates)) if d not in dn.update_window_dims]
+    update_batch = [update_queries[i] for i in dn.scatter_indices_batching_dims]
+    batches = list(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims,
+                       update_batch))
+    operand_windows = [d for d in range(len(operand)) if d not in dn.inserted_window_dims
+                       and d not in dn.operand_batching_dims]
+    windows = list(zip(dn.update_window_dims, operand_windows))
+    op_shape, up_shape = in_avals[0].shape, in_avals[2].shape
+    decidable = (
+        all(len({e for e in (operand[o], indices[i], updates[u]) if e is not None}) <= 1
+            for o, i, u in batches)
+        and all((up_shape[u] == op_shape[o] and updates[u] == operand[o])
+                or (updates[u] is None and operand[o] is None) for u, o in windows)
+        and all(operand[d] is None for d in dn.inserted_window_dims)
+        and all(e is None for d, e in enumerate(updates)
+                if d not in update_batch and d not in dn.update_window_dims)
+        and all(e is None for d, e in enumerate(indices[:-1])
+                if d not in dn.scatter_indices_batching_dims)
+        and indices[-1] is None)
+    if not decidable:
+        raise ShardingTypeError(
+            "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec "
+            "for the scatter update as out sharding could not be resolved unambiguously (or "
+            f"would require collectives on inputs). Got operand={in_avals[0]!r}, "
+            f"indices={in_avals[1]!r}, updates={in_avals[2]!r}")
+    out = list(operand)
+    for o, i, u in batches:
+        out[o] = out[o] if out[o] is not None else indices[i] or updates[u]
+    for u, o in windows:
+        out[o] = out[o] if out[o] is not None else updates[u]
+    return [tuple(out)]
+
+
+def _conv_rule(specs, in_avals, outs, *, dimension_numbers, out_sharding=None, **params):
+    """A convolution keeps the input's layout dimension by dimension (the batch, and
+    spatial dimensions whose size the split divides) when the kernel is replicated and
+    the input's feature dimension unsplit; otherwise `out_sharding=` must say."""
+    if out_sharding is not None:
+        return [tuple(map(_entry, out_sharding.spec._normalized(len(outs[0].shape))))]
+    lhs, rhs = specs
+    if any(e is not None for e in rhs) or lhs[dimension_numbers.lhs_spec[1]] is not None:
+        raise ShardingTypeError("Please specify the output sharding via `out_sharding` "
+                                "parameter of `conv_general_dilated`")
+    return _resized_dims_rule("conv_general_dilated")(specs[:1], in_avals[:1], outs)
+
+
+def _select_and_gather_add_rule(specs, in_avals, outs, **params):
+    if specs[0] != specs[1]:
+        raise ShardingTypeError(
+            "select_and_gather_add tangents and operand shardings must match, got "
+            f"{_named(in_avals, specs[0])} and {_named(in_avals, specs[1])}.")
+    return _resized_dims_rule("reduce_window")(specs[1:], in_avals[1:], outs)
+
+
+def _named(avals, spec):
+    return NamedSharding(_mesh(avals), PartitionSpec(*spec))
+
+
+def _as_operand(index: int):
+    """The result is laid out as operand `index` (select_and_scatter's gradient takes
+    the pooled input's layout, not the cotangent's)."""
+    def rule(specs, in_avals, outs, **params):
+        return [specs[index]] * len(outs)
+    return rule
+
+
+def _linalg_rule(name: str, ranks: tuple[int, ...]):
+    """A batched matrix primitive: every operand's matrix dimensions (its last `rank`)
+    unsplit, the batch dimensions split alike; each result keeps the batch layout."""
+    def rule(specs, in_avals, outs, **params):
+        batches = []
+        for i, (spec, rank) in enumerate(zip(specs, ranks)):
+            if any(e is not None for e in spec[len(spec) - rank:]):
+                raise ShardingTypeError(
+                    f"Input {i} to {name} must be unsharded on non-batch dimensions, but got "
+                    f"{PartitionSpec(*spec)!r}.")
+            batches.append(spec[:len(spec) - rank])
+        if any(b != batches[0] for b in batches[1:]):
+            shown = ", ".join(repr(b) for b in batches)
+            raise ShardingTypeError(
+                f"All inputs to {name} must have the same batch sharding, but got [{shown}].")
+        return [(*batches[0], *(None,) * (len(o.shape) - len(batches[0]))) for o in outs]
+    return rule
+
+
+def _lapack_call_rule(specs, in_avals, outs, **params):
+    """The CPU kernels behind the linalg primitives (traced by their lowerings): the
+    matrices are the operands of largest rank, their leading dimensions the batch; each
+    result keeps the batch layout."""
+    rank = max(len(s) for s in specs)
+    batch = next(s for s in specs if len(s) == rank)[:rank - 2]
+    return [(*batch, *(None,) * (len(o.shape) - len(batch))) for o in outs]
+
+
+def _triangular_solve_rule(specs, in_avals, outs, *, left_side, transpose_a, **params):
+    a, b = specs
+    if a[:-2] != b[:-2]:
+        raise ShardingTypeError(
+            "All inputs to triangular_solve must have the same batch sharding, but got "
+            f"{a[:-2]} and {b[:-2]}.")
+    a_mat, b_mat = a[-2:], b[-2:]
+    if a_mat[left_side ^ transpose_a] is not None:
+        raise ShardingTypeError(
+            "triangular solve input `a` must be unsharded on the contracting axis, but got "
+            f"{PartitionSpec(*a)!r} with left_side={left_side} and transpose_a={transpose_a}.")
+    if b_mat[not left_side] is not None:
+        raise ShardingTypeError(
+            "triangular solve input `b` must be unsharded on the contracting axis, but got "
+            f"{PartitionSpec(*b)!r} with left_side={left_side} and transpose_a={transpose_a}.")
+    mat = (a_mat[transpose_a], b_mat[1]) if left_side else (b_mat[0], a_mat[not transpose_a])
+    return [check_distinct("triangular_solve", in_avals, outs[0], (*a[:-2], *mat))]
+
+
+def _stack_rule(specs, in_avals, outs, *, axis, **params):
+    sharded = [s for s, a in zip(specs, in_avals) if a.sharding is not None]
+    if any(s != sharded[0] for s in sharded):
+        shown = ", ".join(repr(_named(in_avals, s)) for s in specs)
+        raise ShardingTypeError(f"All operands should have the same sharding. Got shardings "
+                                f"{shown}")
+    spec = list(sharded[0])
+    spec.insert(axis, None)
+    return [tuple(spec)]
+
+
+def _unstack_rule(specs, in_avals, outs, *, axis, **params):
+    if specs[0][axis] is not None:
+        raise ShardingTypeError(f"unstack operand cannot be sharded on the unstacking axis "
+                                f"{axis}. Got operand type={in_avals[0].str_short()}")
+    return [specs[0][:axis] + specs[0][axis + 1:]] * len(outs)
+
+
+def _tile_rule(specs, in_avals, outs, *, reps, **params):
+    for d, (r, e) in enumerate(zip(reps, specs[0])):
+        if r != 1 and e is not None:
+            raise ShardingTypeError(
+                f"Operand cannot be sharded on dimension {d} when the tiling is non-trivial. "
+                f"Got input type: {in_avals[0]} with reps: {tuple(reps)}")
     return [specs[0]]
+
+
+def _reduce_rule(specs, in_avals, outs, *, dimensions, **params):
+    gone = set(dimensions)
+    return [tuple(e for d, e in enumerate(s) if d not in gone) for s in specs[:len(outs)]]
+
+
+def _reduce_window_rule(specs, in_avals, outs, **params):
+    """Generic reduce_window: each result as its operand (sizes checked per operand)."""
+    n = len(outs)
+    return [_resized_dims_rule("reduce_window")([s], [a], [o])[0]
+            for s, a, o in zip(specs[:n], in_avals[:n], outs)]
+
+
+def _rng_bit_generator_rule(specs, in_avals, outs, *, out_sharding=None, **params):
+    bits = (None,) * len(outs[1].shape) if out_sharding is None else \
+        tuple(map(_entry, out_sharding.spec._normalized(len(outs[1].shape))))
+    return [specs[0], bits]
+
+
+def _bitcast_convert_type_rule(specs, in_avals, outs, **params):
+    extra = len(outs[0].shape) - len(specs[0])
+    return [specs[0] + (None,) * extra if extra >= 0 else specs[0][:extra]]
 
 
 def _keep_abstract(specs, in_avals, outs, **params):
@@ -276,12 +498,18 @@ def _keep_abstract(specs, in_avals, outs, **params):
 
 _ELEMENTWISE = ("convert_element_type", "integer_pow", "reduce_precision", "real", "imag",
                 "conj", "is_finite", "copy", "logistic", "erf_inv", "round", "population_count",
-                "clz", "clamp", "complex", "nextafter", "random_gamma_grad", "igamma",
+                "clz", "complex", "nextafter", "random_gamma_grad", "igamma",
                 "igammac", "igamma_grad_a", "lgamma", "digamma", "polygamma", "zeta",
                 "bessel_i0e", "bessel_i1e", "regularized_incomplete_beta", "threefry2x32",
                 "erfc", "erf", "cbrt", "square", "rsqrt", "tan", "exp2", "mulhi")
 _REDUCTIONS = ("reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
                "reduce_xor", "argmax", "argmin")
+# The matrix rank of each operand of the batched linear-algebra primitives.
+_LINALG_RANKS = {"cholesky": (2,), "lu": (2,), "qr": (2,), "eigh": (2,), "svd": (2,),
+                 "eig": (2,), "schur": (2,), "hessenberg": (2,), "tridiagonal": (2,),
+                 "householder_product": (2, 1), "lu_pivots_to_permutation": (1,),
+                 "cholesky_update": (2, 1), "symmetric_product": (2, 2),
+                 "tridiagonal_solve": (1, 1, 1, 2)}
 _CUMULATIVE = ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")
 
 
@@ -345,7 +573,30 @@ def _register_sharding_rules() -> None:
     put("name", same_as_first)
     put("scan", _scan_rule)
     put("shard_map", _shard_map_rule)
-    put("fft", _fft_rule)
+    put("fft", same_as_first)  # JAX keeps the layout, transformed dimensions included
+    put("clamp", _as_operand(1))  # JAX: the operand's layout, whatever the bounds'
+    put("gather", _gather_rule)
+    for name in ("scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min",
+                 "scatter-max"):
+        put(name, _scatter_rule)
+    put("conv_general_dilated", _conv_rule)
+    for name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min"):
+        put(name, _resized_dims_rule("reduce_window"))
+    put("reduce_window", _reduce_window_rule)
+    put("select_and_scatter_add", _as_operand(1))
+    put("select_and_scatter", _as_operand(0))
+    put("select_and_gather_add", _select_and_gather_add_rule)
+    put("approx_top_k", _top_k_rule)
+    put("stack", _stack_rule)
+    put("unstack", _unstack_rule)
+    put("tile", _tile_rule)
+    put("reduce", _reduce_rule)
+    put("rng_bit_generator", _rng_bit_generator_rule)
+    put("bitcast_convert_type", _bitcast_convert_type_rule)
+    put("triangular_solve", _triangular_solve_rule)
+    put("lapack_call", _lapack_call_rule)
+    for name, ranks in _LINALG_RANKS.items():
+        put(name, _linalg_rule(name, ranks))
     for name in ("debug_callback", "debug_print", "pure_callback", "io_callback"):
         put(name, _keep_abstract)
 

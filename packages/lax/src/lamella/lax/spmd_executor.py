@@ -28,6 +28,7 @@ import numpy as np
 from lamella.core.jaxpr import ClosedJaxpr, Jaxpr
 from lamella.core.jaxpr_builders import jaxprs_in_params
 from lamella.core.sharding import (
+    AxisType,
     Mesh,
     NamedSharding,
     PartitionSpec,
@@ -419,7 +420,9 @@ def _match(mesh: Mesh, hlo: Any, ndim: int) -> NamedSharding | None:
         candidate = NamedSharding(mesh, PartitionSpec(
             *[(e if len(e) > 1 else e[0]) if e else None for e in spec]))
         if xc.HloSharding.from_string(candidate.hlo_sharding_text(ndim)) == hlo:
-            while spec and not spec[-1]:
+            # Under Explicit axes a result's layout is its type's, one entry per dimension
+            # (JAX prints P('x', None)); under Auto ones XLA's choice, trailing Nones dropped.
+            while spec and not spec[-1] and AxisType.Explicit not in mesh.axis_types:
                 spec = spec[:-1]
             return NamedSharding(mesh, PartitionSpec(
                 *[(e if len(e) > 1 else e[0]) if e else None for e in spec]))

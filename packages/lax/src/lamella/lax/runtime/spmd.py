@@ -103,7 +103,9 @@ def mesh_sharding(devices: tuple[Device, ...], hlo_text: str, named: Any = None
                   ) -> MeshSharding:
     """The sharding over `devices` tiled as `hlo_text` says (one object per pair and
     user sharding, so equal layouts share jaxlib's caches)."""
-    key = (devices, hlo_text, named)
+    # The spec's own entries too: equal NamedShardings may print differently (P('x') and
+    # P('x', None)), and an array reports the one it was made with.
+    key = (devices, hlo_text, named, tuple(getattr(named, "spec", ())))
     sharding = _shardings.get(key)
     if sharding is None:
         sharding = MeshSharding(xc.DeviceList(devices), xc.HloSharding.from_string(hlo_text))
