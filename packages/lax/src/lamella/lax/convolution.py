@@ -24,9 +24,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes, structural
+from lamella.core.sharding import out_sharding_of
 from lamella.core.trace import aval_of
 from lamella.lax.contraction import PrecisionLike, canonicalize_precision
 from lamella.lax.conversion import convert_element_type
+from lamella.lax.explicit_sharding import with_out_sharding
 from lamella.lax.lowering import aval_to_ir_type, hlo, ir, register_lowering
 from lamella.lax.shapes import rev
 from lamella.lax.standard import (
@@ -34,7 +36,6 @@ from lamella.lax.standard import (
     FLOAT,
     INT,
     check_dtypes,
-    check_out_sharding,
     standard_primitive,
 )
 
@@ -224,7 +225,7 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     array([[9., 6.],
            [6., 4.]], dtype=float32)
     """
-    check_out_sharding("conv_general_dilated", out_sharding)
+    out_sharding = out_sharding_of("conv_general_dilated", out_sharding)
     lhs_shape, rhs_shape = aval_of(lhs).shape, aval_of(rhs).shape
     dnums = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
     n = len(lhs_shape) - 2
@@ -238,12 +239,14 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     padding = padding_pairs("conv_general_dilated", padding, n, f"spatial dimension ({n})")
     preferred = None if preferred_element_type is None \
         else dtypes.canonicalize_dtype(preferred_element_type)
-    return conv_general_dilated_p.bind(
+    # The sharding rule types the result as `out_sharding` asks (explicit axes); the
+    # reshard lays it out so where nothing is typed (an Auto mesh).
+    return with_out_sharding(conv_general_dilated_p.bind(
         lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation, dimension_numbers=dnums,
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
         precision=canonicalize_precision(precision), preferred_element_type=preferred,
-        out_sharding=None)
+        out_sharding=out_sharding), out_sharding)
 
 
 def _conv_shape(lhs_shape, rhs_shape, *, window_strides, padding, lhs_dilation, rhs_dilation,
