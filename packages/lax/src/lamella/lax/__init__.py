@@ -222,6 +222,7 @@ from lamella.lax.parallel import (  # noqa: E402
     axis_index,
     axis_index_p,
     axis_size,
+    pcast,
     pmax,
     pmax_p,
     pmean,

@@ -1,5 +1,6 @@
 """Collectives over named axes: psum, pmean, pmax, pmin, all_gather, all_to_all,
-ppermute, psum_scatter, axis_index, axis_size (and pshuffle, pswapaxes).
+ppermute, psum_scatter, axis_index, axis_size (and pshuffle, pswapaxes), and
+pcast, which marks a value as varying over manual axes inside shard_map.
 
 A collective combines the values that the members of a named axis hold. The
 axis is named by `vmap(..., axis_name=)` (and, with several devices, by pmap
@@ -45,11 +46,12 @@ from lamella.lax.shapes import (
     slice_in_dim,
 )
 from lamella.lax.standard import standard_primitive
+from lamella.lax.varying_axes import invariant_over, varying_over, vma_rules
 
 __all__ = ["all_gather", "all_gather_p", "all_to_all", "all_to_all_p", "axis_index",
-           "axis_index_p", "axis_size", "pmax", "pmax_p", "pmean", "pmin", "pmin_p",
+           "axis_index_p", "axis_size", "pcast", "pmax", "pmax_p", "pmean", "pmin", "pmin_p",
            "ppermute", "ppermute_p", "pshuffle", "psum", "psum_p", "psum_scatter",
-           "pswapaxes", "reduce_scatter_p"]
+           "pswapaxes", "pvary_p", "reduce_scatter_p"]
 
 
 # --- axis names -----------------------------------------------------------------------
@@ -678,3 +680,69 @@ def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = Non
            [2., 4.]], dtype=float32)
     """
     return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+# --- varying manual axes --------------------------------------------------------------
+# Inside a shard_map body typed with vma (see `varying_axes`): a reduction is the same
+# on every member of its axes; a value gathered, scattered, exchanged or permuted over
+# axes differs between their members, as does a member's index.
+
+vma_rules[psum_p] = invariant_over("axes")
+vma_rules[pmax_p] = invariant_over("axes")
+vma_rules[pmin_p] = invariant_over("axes")
+for _prim in (all_gather_p, reduce_scatter_p, all_to_all_p, ppermute_p):
+    vma_rules[_prim] = varying_over("axis_name")
+vma_rules[axis_index_p] = lambda *, axis_name: frozenset((axis_name,))
+
+pvary_p = standard_primitive("pvary")
+
+
+@pvary_p.def_abstract_eval
+def _pvary_abstract_eval(x, *, axes):
+    _size_of(axes)
+    return x
+
+
+vma_rules[pvary_p] = varying_over("axes")
+batching.primitive_batchers[pvary_p] = lambda vals, dims, *, axes: (
+    pvary_p.bind(vals[0], axes=axes), dims[0])
+# The same value on every member: a replicated shard_map input's cotangents are summed
+# over its axes where the region ends, so here each member keeps its own.
+ad.deflinear2(pvary_p, lambda ct, x, *, axes: [ad.instantiate_zeros(ct)])
+
+_PCAST_TO = ("varying", "reduced", "unreduced")
+
+
+def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
+    """Changes how each leaf of `x` is typed over the manual axes `axis_name` (a name or
+    a tuple of names) inside shard_map: `to="varying"` marks a value that is the same
+    on every member (invariant) as varying over them, without moving data; its type
+    shows them (`float32[]{V:x}`). Outside a body typed with vma it is the identity.
+
+    >>> import lamella.core as lc, numpy as np
+    >>> from lamella.core.sharding import P, make_mesh
+    >>> body = lambda b: (print(lc.typeof(pcast(np.float32(1), "x", to="varying"))), b)[1]
+    >>> _ = lc.shard_map(body, mesh=make_mesh((1,), ("x",)), in_specs=P("x"),
+    ...                  out_specs=P("x"))(np.zeros(2, np.float32))
+    float32[]{V:x}
+    """
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
+    axes = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    if not axes:
+        return x
+    if to not in _PCAST_TO:
+        raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: "
+                         f"{set(_PCAST_TO)}")
+    from lamella.lax.varying_axes import typing_on
+
+    def cast(leaf):
+        _size_of(axes)
+        vma = aval_of(leaf).vma
+        state = ("varying" if all(a in vma for a in axes)
+                 else "invarying" if not any(a in vma for a in axes) else "mixed")
+        if state != "invarying" or to != "varying":
+            # Reduced and unreduced values belong to Explicit meshes' shard_maps.
+            raise ValueError(f"Unsupported pcast from={state}, to={to!r}")
+        return pvary_p.bind(leaf, axes=axes) if typing_on() else leaf
+    return tree_map(cast, x)

@@ -192,7 +192,7 @@ def _whole(fun, name, static_values, positions, leaf_axes, devices, out_axes):
         in_tree_box[:] = [tree]
         moved = [_move(x, a, 0) if a is not None else x for x, a in zip(flat, leaf_axes)]
         outs = shard_map(per_device, mesh=mesh, in_specs=in_specs,
-                         out_specs=PartitionSpec(name))(*moved)
+                         out_specs=PartitionSpec(name), check_vma=False)(*moved)
         tree_out = out_tree_box[-1]
         axes = _leaf_axes_out(out_axes, tree_out, len(outs))
         return tree_unflatten(tree_out, [

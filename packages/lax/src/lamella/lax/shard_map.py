@@ -47,6 +47,9 @@ from lamella.core.tree_util import tree_flatten, tree_unflatten
 from lamella.core.util import merge_lists, partition_list
 from lamella.lax import lowering
 from lamella.lax.arithmetic import div
+from lamella.lax.control_flow.cond import cond_p
+from lamella.lax.control_flow.loops import while_p
+from lamella.lax.control_flow.scan import scan_p
 from lamella.lax.lowering import hlo, ir, register_lowering
 from lamella.lax.manual_regions import (
     manual_mesh,
@@ -55,6 +58,7 @@ from lamella.lax.manual_regions import (
     subgroup_sharding,
 )
 from lamella.lax.shapes import reshape
+from lamella.lax.varying_axes import typed_body, typing_on, vma_rules
 
 __all__ = ["manual_region_sharding", "shard_map", "shard_map_p", "subgroup_sharding"]
 
@@ -92,9 +96,23 @@ def _local_aval(aval: ShapedArray, spec: Spec, mesh: Mesh, what: str) -> ShapedA
     return aval.update(shape=tuple(shape))
 
 
-def _global_aval(aval: ShapedArray, spec: Spec, mesh: Mesh) -> ShapedArray:
+def _global_aval(aval: ShapedArray, spec: Spec, mesh: Mesh, manual: frozenset
+                 ) -> ShapedArray:
+    # Outside the region the value no longer varies over its manual axes (it may still
+    # vary over an enclosing region's).
     return aval.update(shape=tuple(s * mesh_parts(mesh, names)
-                                   for s, names in zip(aval.shape, spec)))
+                                   for s, names in zip(aval.shape, spec)),
+                       vma=aval.vma - manual)
+
+
+def _typed(avals: Sequence[ShapedArray], specs: Sequence[Spec], manual: frozenset
+           ) -> list[ShapedArray]:
+    """The blocks' types in a body typed with vma (see `_region`): each varies over the
+    manual axes its spec splits it over, besides those it varied over already."""
+    if not typing_on():
+        return list(avals)
+    return [a.update(vma=a.vma | (frozenset(n for names in s for n in names) & manual))
+            for a, s in zip(avals, specs)]
 
 
 def _unmentioned(mesh: Mesh, manual: frozenset, spec: Spec) -> tuple:
@@ -128,8 +146,9 @@ class _region:
     axes typed Manual, as in JAX: PartitionSpecs inside name its axes, and
     `get_abstract_mesh()` shows which are manual."""
 
-    def __init__(self, mesh: Mesh, manual: frozenset):
+    def __init__(self, mesh: Mesh, manual: frozenset, check_vma: bool):
         outer = _enclosing()
+        self.typed = typed_body(check_vma)
         self.entry = (mesh, manual | (outer[1] if outer else frozenset()))
         self.env = extend_axis_env([(n, mesh.shape[n]) for n in mesh.axis_names
                                     if n in manual])
@@ -137,6 +156,7 @@ class _region:
 
     def __enter__(self) -> None:
         self.env.__enter__()
+        self.typed.__enter__()
         _regions.stack.append(self.entry)
         current = get_mesh() is None or bool(_regions.current and _regions.current[-1])
         _regions.current.append(current)
@@ -147,13 +167,15 @@ class _region:
         if _regions.current.pop():
             get_mesh().__exit__(*exc)
         _regions.stack.pop()
+        self.typed.__exit__(*exc)
         self.env.__exit__(*exc)
 
 
-def _trace(fun: Callable, avals: Sequence[ShapedArray], mesh: Mesh, manual: frozenset
-           ) -> ClosedJaxpr:
-    with _region(mesh, manual):
-        jaxpr, consts = trace_to_jaxpr(fun, list(avals))
+def _trace(fun: Callable, avals: Sequence[ShapedArray], mesh: Mesh, manual: frozenset,
+           check_vma: bool, specs: Sequence[Spec]) -> ClosedJaxpr:
+    """`fun` traced on blocks of types `avals`, split as `specs` say."""
+    with _region(mesh, manual, check_vma):
+        jaxpr, consts = trace_to_jaxpr(fun, _typed(avals, specs, manual))
     return ClosedJaxpr(jaxpr, consts)
 
 
@@ -166,7 +188,55 @@ shard_map_p.multiple_results = True
 
 @shard_map_p.def_abstract_eval
 def _abstract_eval(*avals, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
-    return [_global_aval(a, s, mesh) for a, s in zip(jaxpr.out_avals, out_specs)]
+    return [_global_aval(a, s, mesh, manual_axes) for a, s in zip(jaxpr.out_avals, out_specs)]
+
+
+def _vma_rule(*in_vmas, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
+    if check_vma:
+        return [a.vma - manual_axes for a in jaxpr.out_avals]
+    # An untyped body inside a typed one: its results may vary as any operand does.
+    return [frozenset().union(*in_vmas) - manual_axes] * len(out_specs)
+
+
+vma_rules[shard_map_p] = _vma_rule
+
+
+# Control flow: results vary as their sub-jaxprs' outputs do. Where branches or a loop's
+# carry disagree (JAX raises for these), every result is typed as varying over all the
+# axes involved: a larger vma only makes the out_specs check stricter, never unsound.
+
+
+def _cond_vma(index_vma, *vmas, branches):
+    # As JAX 0.10.2: the predicate's vma does not reach the results.
+    return [frozenset().union(*(b.out_avals[i].vma for b in branches))
+            for i in range(len(branches[0].out_avals))]
+
+
+def _loop_vma(in_vmas: Sequence[frozenset], carry_in: Sequence[frozenset],
+              body_outs: Sequence[ShapedArray], num_carry: int, extra: frozenset = frozenset()
+              ) -> list[frozenset]:
+    carry_out = [a.vma for a in body_outs[:num_carry]]
+    if all(o <= i for i, o in zip(carry_in, carry_out)) and not extra:
+        return [*carry_in, *(a.vma for a in body_outs[num_carry:])]
+    every = frozenset().union(*in_vmas, *(a.vma for a in body_outs), extra)
+    return [every] * len(body_outs)
+
+
+def _scan_vma(*vmas, jaxpr, num_consts, num_carry, **params):
+    return _loop_vma(vmas, vmas[num_consts:num_consts + num_carry], jaxpr.out_avals,
+                     num_carry)
+
+
+def _while_vma(*vmas, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    carry = vmas[cond_nconsts + body_nconsts:]
+    # A predicate that varies runs the members' loops a different number of times.
+    return _loop_vma(vmas, carry, body_jaxpr.out_avals, len(carry),
+                     cond_jaxpr.out_avals[0].vma)
+
+
+vma_rules[cond_p] = _cond_vma
+vma_rules[scan_p] = _scan_vma
+vma_rules[while_p] = _while_vma
 
 
 _impl_programs: dict[tuple, tuple[Any, Callable]] = {}
@@ -191,7 +261,7 @@ def _impl(*args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
 
 def _jvp(primals, tangents, *, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
     nonzeros = [type(t) is not Zero for t in tangents]
-    with _region(mesh, manual_axes):
+    with _region(mesh, manual_axes, check_vma):
         jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
     args = [*primals, *(t for t in tangents if type(t) is not Zero)]
     specs_in = (*in_specs, *(s for s, nz in zip(in_specs, nonzeros) if nz))
@@ -210,7 +280,7 @@ def _jvp(primals, tangents, *, jaxpr, mesh, manual_axes, in_specs, out_specs, ch
 def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
     from lamella.lax.parallel import psum
     linear = [is_undefined_primal(x) for x in args]
-    with _region(mesh, manual_axes):
+    with _region(mesh, manual_axes, check_vma):
         transposed = ad.transpose_jaxpr(jaxpr, linear)
     nonlinear_specs = [s for s, lin in zip(in_specs, linear) if not lin]
     linear_specs = [s for s, lin in zip(in_specs, linear) if lin]
@@ -233,7 +303,8 @@ def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_
                          else x.aval, s, mesh, "transpose")
              for x, s in zip(res_args, nonlinear_specs)]
     local += [a for a in jaxpr.out_avals]
-    body_closed = _trace(body, local, mesh, manual_axes)
+    body_closed = _trace(body, local, mesh, manual_axes, check_vma,
+                         (*nonlinear_specs, *out_specs))
     outs = iter(shard_map_p.bind(*res_args, *map(instantiate_zeros, cts), jaxpr=body_closed,
                                  mesh=mesh, manual_axes=manual_axes,
                                  in_specs=(*nonlinear_specs, *out_specs),
@@ -247,7 +318,7 @@ def _all_axes(mesh: Mesh, manual: frozenset, ndim: int) -> Spec:
 
 def _partial_eval(trace, args, *, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
     unknowns = [trace.is_unknown(x) for x in args]
-    with _region(mesh, manual_axes):
+    with _region(mesh, manual_axes, check_vma):
         known, unknown, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(jaxpr, unknowns)
     known_specs, unknown_specs = partition_list(unknowns, list(in_specs))
     known_out_specs = [s for s, u in zip(out_specs, out_unknowns) if not u]
@@ -266,9 +337,11 @@ def _partial_eval(trace, args, *, jaxpr, mesh, manual_axes, in_specs, out_specs,
         return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[num_res:])
 
     res_specs = [_all_axes(mesh, manual_axes, a.ndim + 1) for a in res_avals]
-    known_closed = _trace(known_body, known.in_avals, mesh, manual_axes)
+    known_closed = _trace(known_body, known.in_avals, mesh, manual_axes, check_vma,
+                          known_specs)
     unknown_closed = _trace(unknown_body, [a.update(shape=(1, *a.shape)) for a in res_avals]
-                            + list(unknown.in_avals[num_res:]), mesh, manual_axes)
+                            + list(unknown.in_avals[num_res:]), mesh, manual_axes, check_vma,
+                            (*res_specs, *unknown_specs))
     known_args, unknown_args = partition_list(unknowns, args)
     with set_current_trace(trace.known):
         known_outs = shard_map_p.bind(*known_args, jaxpr=known_closed, mesh=mesh,
@@ -288,7 +361,7 @@ def _partial_eval(trace, args, *, jaxpr, mesh, manual_axes, in_specs, out_specs,
 def _batch(axis_data, args, dims, *, jaxpr, mesh, manual_axes, in_specs, out_specs,
            check_vma):
     args = [batching.at_front(x, d, axis_data.size) for x, d in zip(args, dims)]
-    with _region(mesh, manual_axes):
+    with _region(mesh, manual_axes, check_vma):
         batched, _ = batching.batch_jaxpr(jaxpr, axis_data, (0,) * len(args), instantiate=True)
     outs = shard_map_p.bind(*args, jaxpr=batched, mesh=mesh, manual_axes=manual_axes,
                             in_specs=tuple(((),) + s for s in in_specs),
@@ -409,7 +482,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         the current mesh (`set_mesh`/`use_mesh`).
       axis_names: the mesh axes `f` is manual over (specs and collectives name only
         these); the others stay Auto. Default: every axis not already manual.
-      check_vma: accepted for JAX's signature (replication is not type-checked).
+      check_vma: type the body's values with the manual axes they vary over
+        (`typeof(x)` shows `f32[2]{V:x}`), and raise a ValueError where an out_spec
+        leaves out an axis its output varies over (one device's block would be
+        returned). False: no typing, no check.
 
     >>> import numpy as np, lamella.core as lc, lamella.lax as lax
     >>> from lamella.core.sharding import P, make_mesh
@@ -480,7 +556,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
             leaves, t = tree_flatten(f(*tree_unflatten(tree, list(xs))))
             out_tree.append(t)
             return leaves
-        closed = _trace(body, local, chosen, manual)
+        closed = _trace(body, local, chosen, manual, bool(check_vma), specs)
         leaf_out = _broadcast_specs(out_specs, out_tree[0], len(closed.out_avals), "out_specs")
         outs_specs = tuple(_spec(s, a.ndim, "out_specs")
                            for s, a in zip(leaf_out, closed.out_avals))
@@ -490,6 +566,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                     raise ValueError(f"shard_map out_specs: the spec names the axis {n!r}, "
                                      f"which the mesh lacks (its axes: {chosen.axis_names})")
         _check_manual(outs_specs, chosen, manual, "out_specs")
+        if check_vma:
+            _check_vma(f, chosen, manual, out_tree[0], leaf_out, closed.out_avals, outs_specs)
         return dict(jaxpr=closed, mesh=chosen, manual_axes=manual, in_specs=specs,
                     out_specs=outs_specs, check_vma=bool(check_vma)), out_tree[0]
 
@@ -532,3 +610,48 @@ def _check_manual(specs: Sequence[Spec], mesh: Mesh, manual: frozenset, what: st
                     f"shard_map {what} argument must refer to an axis marked as manual "
                     f"({manual!r}), but:\n\n  {what} refers to {n!r}\n\n"
                     f"Check the {what} values passed to shard_map.")
+
+
+def _check_vma(f: Callable, mesh: Mesh, manual: frozenset, tree: Any, user_specs: list,
+               avals: Sequence[ShapedArray], specs: Sequence[Spec]) -> None:
+    """Each output varies only over manual axes its out_spec splits it over (JAX's
+    check_vma): a spec that replicates a varying value would silently return one
+    device's block."""
+    from lamella.core.tree_util import keystr, tree_flatten_with_path
+
+    paths = [keystr(p) for p, _ in tree_flatten_with_path(
+        tree_unflatten(tree, list(range(len(avals)))))[0]]
+    msgs = []
+    for path, user_spec, aval, spec in zip(paths, user_specs, avals, specs):
+        named = {n for names in spec for n in names}
+        unmentioned = [n for n in mesh.axis_names if n in manual and n not in named]
+        if not set(unmentioned) & aval.vma:
+            continue
+        shown = user_spec if user_spec is not None else PartitionSpec()
+        if len(unmentioned) > 1:
+            def axes(names):
+                return ",".join(n for n in mesh.axis_names if n in names)
+            msgs.append(
+                f"* out_specs{path} is {shown!r} which implies that the corresponding "
+                f"output value is only varying across mesh axes {{{axes(named)}}} and not "
+                f"{{{axes(set(unmentioned) & aval.vma)}}}, but it was inferred to be "
+                f"possibly varying over {{{axes(aval.vma)}}}")
+        else:
+            msgs.append(
+                f"* out_specs{path} is {shown!r} which implies that the corresponding "
+                f"output value is replicated across mesh axis '{unmentioned[0]}', but "
+                "could not infer replication over any axes")
+    if not msgs:
+        return
+    if len(msgs) == 1:
+        msgs = [msgs[0][2:]]
+    name = getattr(f, "__name__", str(f))
+    raise ValueError(
+        f"shard_map applied to the function '{name}' was given out_specs which require "
+        "replication which can't be statically inferred given the mesh:\n\n"
+        f"The mesh given has shape {tuple(mesh.shape.values())} with corresponding axis "
+        f"names {mesh.axis_names}.\n\n" + "\n\n".join(msgs) + "\n\n"
+        "Check if these output values are meant to be replicated over those mesh axes. "
+        "If not, consider revising the corresponding out_specs entries. If so, consider "
+        "disabling the check by passing the check_vma=False argument to "
+        "`lamella.core.shard_map`.")

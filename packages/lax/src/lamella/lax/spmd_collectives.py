@@ -28,6 +28,7 @@ from lamella.lax.parallel import (
     pmin_p,
     ppermute_p,
     psum_p,
+    pvary_p,
     reduce_scatter_p,
 )
 
@@ -220,3 +221,5 @@ def _ppermute(ctx, x, *, axis_name, perm):
 
 
 register_lowering(ppermute_p, _ppermute)
+# pcast to varying changes only the type: the value is already on every member.
+register_lowering(pvary_p, lambda ctx, x, *, axes: [x])
