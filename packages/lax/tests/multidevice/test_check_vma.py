@@ -160,11 +160,37 @@ def test_check_vma_false_neither_types_nor_checks():
 
 
 def test_outputs_made_invariant_by_a_collective_pass_the_check():
-    f = lc.jit(lc.shard_map(lambda b: (lax.psum(b, "x"), lax.pmean(b, ("x", "y"))),
-                            mesh=MESH, in_specs=P("x"), out_specs=(P(), P())))
-    total, mean = f(A)
+    f = lc.jit(lc.shard_map(lambda b: (lax.psum(b, "x"), lax.pmean(b, "x"),
+                                       lax.pmax(b, ("x", "y"))),
+                            mesh=MESH, in_specs=P("x"), out_specs=(P(), P(), P())))
+    total, mean, top = f(A)
     assert_close(total, A.reshape(4, 2).sum(0), np.float32)
     assert_close(mean, A.reshape(4, 2).mean(0), np.float32)
+    assert_close(top, A.reshape(4, 2).max(0), np.float32)
+
+
+@pytest.mark.parametrize("f, what, axes", [
+    (lambda b: lax.psum(b, ("x", "y")), "psum", "('x', 'y')"),
+    (lambda b: lax.pmean(b, ("y", "x")), "psum", "('y', 'x')"),
+    (lambda b: lax.psum((b, C), ("x", "y")), "psum", "('x', 'y')"),
+    # A vmap's axis name counts as an axis the value does not vary over.
+    (lambda b: lc.vmap(lambda u: lax.psum(u, ("x", "i")), axis_name="i")(b), "psum",
+     "('x', 'i')"),
+    (lambda b: lax.psum_scatter(jnp.ones(8) * b[0], ("x", "y"), tiled=True), "psum_scatter",
+     "('x', 'y')"),
+])
+def test_a_sum_over_varying_and_invariant_axes_is_an_error(f, what, axes):
+    # As JAX 0.10.2 (pmax, pmin, all_gather, ppermute accept the mix).
+    def body(b):
+        with pytest.raises(ValueError) as info:
+            f(b)
+        assert str(info.value).startswith(
+            f"lamella.lax.{what} can only accept axis_name which corresponds to one of "
+            "varying, unreduced, reduced or invarying state of the input. Got input type: ")
+        assert str(info.value).endswith(
+            f", axes: {axes} and input state: {{'invarying', 'varying'}}")
+        return []
+    types_in_body(body)
 
 
 def test_pcast_errors_are_jaxs():

@@ -46,7 +46,7 @@ from lamella.lax.shapes import (
     slice_in_dim,
 )
 from lamella.lax.standard import standard_primitive
-from lamella.lax.varying_axes import invariant_over, varying_over, vma_rules
+from lamella.lax.varying_axes import invariant_over, typing_on, varying_over, vma_rules
 
 __all__ = ["all_gather", "all_gather_p", "all_to_all", "all_to_all_p", "axis_index",
            "axis_index_p", "axis_size", "pcast", "pmax", "pmax_p", "pmean", "pmin", "pmin_p",
@@ -186,11 +186,31 @@ _extreme_jvp(pmax_p)
 _extreme_jvp(pmin_p)
 
 
+def _one_state(what: str, leaves: list, names: tuple) -> None:
+    """Inside a shard_map body typed with vma, a sum is over axes that each operand
+    varies over, or over axes it varies over none of (JAX's rule: a sum over a mix
+    is ambiguous)."""
+    if not typing_on():
+        return
+    for v in leaves:
+        aval = aval_of(v)
+        # As JAX, a vmap's axis name counts too (as an axis nothing varies over).
+        states = {"varying" if n in aval.vma else "invarying" for n in names}
+        if len(states) > 1:
+            raise ValueError(
+                f"lamella.lax.{what} can only accept axis_name which corresponds to one of "
+                "varying, unreduced, reduced or invarying state of the input. Got input "
+                f"type: {aval}, axes: {names} and input state: "
+                "{" + ", ".join(repr(t) for t in sorted(states)) + "}")
+
+
 def _reduce_tree(prim, x: Any, axis_name: Any, axis_index_groups: Any) -> Any:
     leaves, tree = tree_flatten(x)
     leaves = [convert_element_type(v, np.int32) if aval_of(v).dtype == np.dtype(bool) else v
               for v in leaves]
     names = _names(axis_name)
+    if prim is psum_p:
+        _one_state("psum", leaves, names)
     outs = prim.bind(*leaves, axes=names,
                      axis_index_groups=_groups(axis_index_groups, names, equal=False))
     return tree_unflatten(tree, outs)
@@ -483,6 +503,7 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
     names = _names(axis_name)
     groups = _groups(axis_index_groups, names, equal=True)
     n = len(groups[0]) if groups is not None else _size_of(names)
+    _one_state("psum_scatter", tree_flatten(x)[0], names)
 
     def scatter(v):
         dim = _canonical_axis("psum_scatter", int(scatter_dimension), aval_of(v).ndim)
@@ -734,8 +755,6 @@ def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
     if to not in _PCAST_TO:
         raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: "
                          f"{set(_PCAST_TO)}")
-    from lamella.lax.varying_axes import typing_on
-
     def cast(leaf):
         _size_of(axes)
         vma = aval_of(leaf).vma

@@ -148,8 +148,8 @@ class _region:
 
     def __init__(self, mesh: Mesh, manual: frozenset, check_vma: bool):
         outer = _enclosing()
-        self.typed = typed_body(check_vma)
         self.entry = (mesh, manual | (outer[1] if outer else frozenset()))
+        self.typed = typed_body(check_vma)
         self.env = extend_axis_env([(n, mesh.shape[n]) for n in mesh.axis_names
                                     if n in manual])
         self.mesh = mesh
@@ -278,7 +278,7 @@ def _jvp(primals, tangents, *, jaxpr, mesh, manual_axes, in_specs, out_specs, ch
 
 
 def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_vma):
-    from lamella.lax.parallel import psum
+    from lamella.lax.parallel import psum_p
     linear = [is_undefined_primal(x) for x in args]
     with _region(mesh, manual_axes, check_vma):
         transposed = ad.transpose_jaxpr(jaxpr, linear)
@@ -292,8 +292,9 @@ def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs, out_specs, check_
                      div(c, np.array(mesh_parts(mesh, unmentioned(s)), c.dtype))
                      for c, s in zip(local_cts, out_specs)]
         in_cts = eval_jaxpr(transposed.jaxpr, transposed.consts, *res, *local_cts)
-        return [psum(c, unmentioned(s)) if unmentioned(s) else c
-                for c, s in zip(in_cts, linear_specs)]
+        # The primitive, not lax.psum: a cotangent may vary over only some of the axes.
+        return [psum_p.bind(c, axes=unmentioned(s), axis_index_groups=None)[0]
+                if unmentioned(s) else c for c, s in zip(in_cts, linear_specs)]
 
     def unmentioned(spec):
         return _unmentioned(mesh, manual_axes, spec)
