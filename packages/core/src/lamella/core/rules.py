@@ -103,7 +103,14 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
     zero = scalar_like(0, aval)
     if not aval.shape:
         return zero
-    return broadcast_in_dim_p.bind(zero, shape=aval.shape, broadcast_dimensions=())
+    zeros = broadcast_in_dim_p.bind(zero, shape=aval.shape, broadcast_dimensions=())
+    sharding = getattr(aval, "sharding", None)
+    if sharding is None:
+        return zeros
+    # Zeros of an explicitly sharded type are laid out as it says (JAX): a transpose
+    # that updates them with a sharded cotangent (dynamic_slice's) needs equal layouts.
+    from lamella.core.sharding import sharding_constraint_p  # sharding imports this module
+    return sharding_constraint_p.bind(zeros, sharding=sharding)
 
 
 def instantiate_zeros(tangent: Any) -> Any:

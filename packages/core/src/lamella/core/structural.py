@@ -231,7 +231,13 @@ def _reduce_sum_abstract_eval(x: ShapedArray, *, axes, out_sharding=None):
 def _reduce_sum_transpose(ct, x, *, axes, out_sharding=None):
     shape = x.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [broadcast_in_dim(ct, shape, kept)]
+    out = broadcast_in_dim(ct, shape, kept)
+    sharding = getattr(x.aval, "sharding", None)
+    if sharding is None or getattr(aval_of(out), "sharding", None) == sharding:
+        return [out]
+    # The cotangent is laid out as the operand's type (JAX broadcasts into it).
+    from lamella.core.sharding import sharding_constraint_p  # sharding imports rules
+    return [sharding_constraint_p.bind(out, sharding=sharding)]
 
 
 def _reduce_sum_batch(args, dims, *, axes, out_sharding=None):

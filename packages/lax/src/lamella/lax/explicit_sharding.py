@@ -186,7 +186,13 @@ def _sort_rule(specs, in_avals, outs, *, dimension, **params):
             raise ShardingTypeError(
                 f"Arguments to sort must be unsharded over the sorting dimension. Got arg "
                 f"sharding={aval.sharding} and sorting dimension={dimension}")
-    return [specs[0]] * len(outs)
+    # Operands split alike; one whose type has no layout (lamella.numpy's argsort builds
+    # its positions so) takes the others' (JAX's error would need them resharded).
+    sharded = [s for s, a in zip(specs, in_avals) if a.sharding is not None]
+    if any(s != sharded[0] for s in sharded[1:]):
+        shown = " ".join(str(_named(in_avals, s)) for s in sharded)
+        raise ShardingTypeError(f"Arguments to sort must have equal shardings, got: {shown}")
+    return [sharded[0]] * len(outs)
 
 
 def _top_k_rule(specs, in_avals, outs, **params):
