@@ -236,11 +236,11 @@ def test_vmap_of_a_checked_shard_map():
 
     def body(b):
         seen.append(typeof(b))
-        return lax.psum(b, "x")
+        return lax.psum(b * lax.pcast(C, "x", to="varying"), "x")
     f = lc.shard_map(body, mesh=MESH, in_specs=P("x"), out_specs=P())
     xs = np.arange(24, dtype=np.float32).reshape(3, 8)
     got = lc.vmap(f)(xs)
-    assert_close(got, np.stack([x.reshape(4, 2).sum(0) for x in xs]), np.float32)
+    assert_close(got, np.stack([2 * x.reshape(4, 2).sum(0) for x in xs]), np.float32)
     assert seen[0] == "float32[2]{V:x}"
 
 
