@@ -91,6 +91,17 @@ def test_types_inside_the_body_are_jaxs():
     assert got == [want for _, want in RECORDED]
 
 
+def test_axes_print_in_the_meshs_order():
+    mesh = Mesh(np.array(lc.devices()[:8]).reshape(4, 2), ("b", "a"))
+    seen = []
+
+    def body(b):
+        seen.extend([typeof(b), typeof(lax.pcast(C, ("a", "b"), to="varying"))])
+        return b
+    lc.shard_map(body, mesh=mesh, in_specs=P(("a", "b")), out_specs=P(("a", "b")))(A)
+    assert seen == ["float32[1]{V:(b,a)}", "float32[]{V:(b,a)}"]
+
+
 def test_custom_derivative_bodies_keep_the_axes():
     @lc.custom_jvp
     def double(u):

@@ -80,7 +80,7 @@ class ShapedArray:
                 dims.append(f"{size}@{axes}" if entry else str(size))
             text = f"{name}[{','.join(dims)}]"
         if self.vma:
-            axes = sorted(self.vma, key=str)
+            axes = [str(n) for n in manual_axes_typing.order(self.vma)]
             text += "{V:" + (str(axes[0]) if len(axes) == 1 else f"({','.join(axes)})") + "}"
         return text
 
@@ -141,6 +141,9 @@ class _ManualAxesTyping:
     one, so tracing elsewhere does no vma work."""
 
     propagate: Callable[..., Any] | None = None
+    # The axes in the order types print them: JAX's is the mesh's, which lamella.lax
+    # knows (an aval does not); sorted until it says.
+    order: Callable[[frozenset], list] = staticmethod(lambda vma: sorted(vma, key=str))
 
 
 manual_axes_typing = _ManualAxesTyping()

@@ -149,7 +149,7 @@ class _region:
     def __init__(self, mesh: Mesh, manual: frozenset, check_vma: bool):
         outer = _enclosing()
         self.entry = (mesh, manual | (outer[1] if outer else frozenset()))
-        self.typed = typed_body(check_vma)
+        self.typed = typed_body(check_vma, mesh.axis_names)
         self.env = extend_axis_env([(n, mesh.shape[n]) for n in mesh.axis_names
                                     if n in manual])
         self.mesh = mesh

@@ -53,14 +53,29 @@ def typing_on() -> bool:
     return bool(_typing.stack) and _typing.stack[-1]
 
 
-class typed_body:
-    """Inside a shard_map body traced with (`on`) or without vma typing."""
+_mesh_order: tuple = ()  # the axis names of the mesh of the last body entered
 
-    def __init__(self, on: bool):
+
+def _order(vma: frozenset) -> list:
+    """`vma` in the order JAX prints it: that of the mesh's axes."""
+    known = [n for n in _mesh_order if n in vma]
+    return known + sorted((n for n in vma if n not in _mesh_order), key=str)
+
+
+manual_axes_typing.order = _order
+
+
+class typed_body:
+    """Inside a shard_map body over a mesh with axes `axis_names`, traced with (`on`)
+    or without vma typing."""
+
+    def __init__(self, on: bool, axis_names: tuple):
         self.on = on
+        self.axis_names = axis_names
 
     def __enter__(self) -> None:
-        global _typed_bodies
+        global _typed_bodies, _mesh_order
+        _mesh_order = self.axis_names
         _typing.stack.append(self.on)
         with _lock:
             _typed_bodies += 1
