@@ -101,7 +101,9 @@ def _has_subjaxpr(params: dict) -> bool:
 
 def with_vma(aval: ShapedArray, vma: frozenset) -> ShapedArray:
     """`aval` varying over exactly `vma`."""
-    return aval if aval.vma == vma else aval.update(vma=vma)
+    if aval.vma == vma:
+        return aval
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.sharding, vma)
 
 
 def propagate(primitive: Any, in_avals: list, out: Any, params: dict) -> Any:
@@ -114,6 +116,8 @@ def propagate(primitive: Any, in_avals: list, out: Any, params: dict) -> Any:
         vma = rule(*(a.vma for a in in_avals), **params)
     elif _has_subjaxpr(params):
         return out
+    elif len(in_avals) == 1:
+        vma = in_avals[0].vma
     else:
         vma = _EMPTY.union(*(a.vma for a in in_avals))
     if primitive.multiple_results:
