@@ -674,9 +674,10 @@ def _max_min(operation: str, d1: DimSize, d2: DimSize) -> DimSize:
             raise TypeError(f"{operation}_dim takes dimensions (ints or symbolic "
                             f"dimensions), got {d!r}")
     d1, d2 = (d if type(d) is DimExpr else int(d) for d in (d1, d2))
-    first_larger = _decide_nonnegative(d1 - d2)
-    if first_larger is not None:
-        return d1 if first_larger == (operation == "max") else d2
+    if _decide_nonnegative(d1 - d2):  # d1 >= d2
+        return d1 if operation == "max" else d2
+    if _decide_nonnegative(d2 - d1):
+        return d2 if operation == "max" else d1
     scope = (d1 if type(d1) is DimExpr else d2).scope
     return DimExpr({(((operation, d1, d2), 1),): 1}, scope)
 

@@ -40,8 +40,10 @@ import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes
 from lamella.core.jaxpr import Jaxpr
+from lamella.core.shape_poly import DimExpr, dimension_as_value, is_symbolic_shape
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import aval_of
+from lamella.lax import symbolic_lowering
 from lamella.lax.arithmetic import add, div, max, min, mul, neg, rem, sub
 from lamella.lax.conversion import convert_element_type
 from lamella.lax.fill import full
@@ -214,10 +216,15 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
     if fill_value is not None:
         fill_value = np.asarray(fill_value, aval_of(operand).dtype).item()
     return gather_p.bind(operand, start_indices, dimension_numbers=_tuples(dimension_numbers),
-                         slice_sizes=tuple(int(s) for s in slice_sizes),
+                         slice_sizes=tuple(_window_size(s) for s in slice_sizes),
                          indices_are_sorted=bool(indices_are_sorted),
                          unique_indices=bool(unique_indices), mode=mode,
                          fill_value=fill_value)
+
+
+def _window_size(s: Any) -> Any:
+    # A symbolic dimension (shape-polymorphic export) is a window size as it is.
+    return s if type(s) is DimExpr else int(s)
 
 
 @gather_p.def_abstract_eval
@@ -327,12 +334,21 @@ def _gather_batch(args, dims, *, dimension_numbers, slice_sizes, **params):
                          **params), 0
 
 
+def _limits(values: Sequence[Any], dtype: np.dtype) -> Any:
+    """The largest start of each window, a vector; symbolic ones (shape-polymorphic
+    export) are computed from the dimension variables when the program runs."""
+    if not is_symbolic_shape(values):
+        return np.array(values, dtype)
+    return concatenate([reshape(convert_element_type(dimension_as_value(v), dtype), (1,))
+                        for v in values], 0)
+
+
 def _in_bounds(operand_shape: Sequence[int], indices: Any, index_map: Sequence[int],
                window: Sequence[int]) -> Any:
     """Whether each index vector starts a window that fits (axis -1 reduced away)."""
     dtype = aval_of(indices).dtype
     shape = aval_of(indices).shape
-    upper = np.array([operand_shape[a] - w for a, w in zip(index_map, window)], dtype)
+    upper = _limits([operand_shape[a] - w for a, w in zip(index_map, window)], dtype)
     upper = broadcast_in_dim(upper, shape, (len(shape) - 1,))
     fits = bitwise_and(ge(indices, full(shape, 0, dtype)), le(indices, upper))
     return reduce_and(fits, (len(shape) - 1,))
@@ -368,6 +384,9 @@ def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes,
         start_indices_batching_dims=list(dn.start_indices_batching_dims),
         start_index_map=list(dn.start_index_map),
         index_vector_dim=ctx.avals_in[1].ndim - 1)
+    if is_symbolic_shape(slice_sizes):
+        return [symbolic_lowering.dynamic_gather(ctx.avals_out[0], operand, indices, attr,
+                                                 slice_sizes, indices_are_sorted)]
     op = hlo.GatherOp(operand, indices, attr, list(slice_sizes),
                       indices_are_sorted=indices_are_sorted,
                       results=[aval_to_ir_type(ctx.avals_out[0])])
@@ -490,8 +509,8 @@ def _clamp_scatter_indices(operand, indices, updates, dn: ScatterDimensionNumber
     """Indices clamped so every update window fits (CLIP mode)."""
     _, sizes = _scatter_to_gather(dn, aval_of(operand).shape, aval_of(updates).shape)
     dtype, shape = aval_of(indices).dtype, aval_of(indices).shape
-    upper = np.array([aval_of(operand).shape[a] - sizes[a]
-                      for a in dn.scatter_dims_to_operand_dims], dtype)
+    upper = _limits([aval_of(operand).shape[a] - sizes[a]
+                     for a in dn.scatter_dims_to_operand_dims], dtype)
     return clamp(full(shape, 0, dtype), indices,
                  broadcast_in_dim(upper, shape, (len(shape) - 1,)))
 

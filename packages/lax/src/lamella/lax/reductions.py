@@ -26,6 +26,7 @@ import numpy as np
 from lamella.core import ShapedArray, ad, batching, dtypes
 from lamella.core.config import config
 from lamella.core.jaxpr import ClosedJaxpr, jaxpr_as_fun
+from lamella.core.shape_poly import DimExpr
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.structural import broadcast_in_dim, reduce_sum_p, reshape, transpose
 from lamella.core.trace import Tracer, aval_of, current_trace
@@ -663,6 +664,19 @@ def _scan_jvp(prim, step: Callable, identity: Callable[[np.dtype], Any]):
     return jvp
 
 
+def _symbolic_cumulative(ctx, x, axis: int, reverse: bool, identity, combine):
+    # A window as long as the axis (symbolic, shape-polymorphic export), padded before
+    # (or after, reversed) by the axis less one: one dynamic reduce_window.
+    (aval,) = ctx.avals_in
+    size = aval.shape[axis]
+    window = [1] * aval.ndim
+    window[axis] = size
+    padding = [(0, 0)] * aval.ndim
+    padding[axis] = (0, size - 1) if reverse else (size - 1, 0)
+    return symbolic_lowering.reduce_window(ctx, x, constant(identity(aval.dtype)), window,
+                                           padding, combine(aval.dtype))
+
+
 def _cumulative(name: str, accepted, identity: Callable[[np.dtype], Any],
                 combine: Callable[[np.dtype], Callable]):
     prim = standard_primitive(name)
@@ -681,6 +695,8 @@ def _cumulative(name: str, accepted, identity: Callable[[np.dtype], Any],
         size = aval.shape[axis]
         window = [1] * aval.ndim
         window[axis] = size
+        if type(size) is DimExpr:
+            return [_symbolic_cumulative(ctx, x, axis, reverse, identity, combine)]
         padding = np.zeros((aval.ndim, 2), np.int64)
         padding[axis] = (0, size - 1) if reverse else (size - 1, 0)
         op = hlo.ReduceWindowOp([x.type], [x], [constant(identity(aval.dtype))], window,

@@ -27,7 +27,13 @@ from typing import Any
 import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes, jit, structural
-from lamella.core.shape_poly import DimExpr
+from lamella.core.shape_poly import (
+    DimExpr,
+    dimension_as_value,
+    is_symbolic_shape,
+    max_dim,
+    min_dim,
+)
 from lamella.core.sharding import out_sharding_of
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import symbolic_lowering
@@ -36,7 +42,7 @@ from lamella.lax.conversion import convert_element_type
 from lamella.lax.explicit_sharding import unshard_dims, with_out_sharding
 from lamella.lax.fill import full
 from lamella.lax.logical import bitwise_and, clamp, lt, ne, select, shift_right_logical
-from lamella.lax.lowering import hlo, register_lowering
+from lamella.lax.lowering import aval_to_ir_type, hlo, register_lowering
 from lamella.lax.runtime import Array
 from lamella.lax.standard import (
     BOOL,
@@ -250,11 +256,14 @@ def pad(operand: Any, padding_value: Any,
             category(dtype) in _PYTHON_SCALAR_FITS[type(padding_value)]:
         padding_value = convert_element_type(padding_value, dtype,
                                               dtypes.is_weakly_typed(padding_value))
-    config = tuple((int(lo), int(hi), int(interior)) for lo, hi, interior in padding_config)
+    config = tuple((_bound(lo), _bound(hi), int(interior))
+                   for lo, hi, interior in padding_config)
     return pad_p.bind(operand, padding_value, padding_config=config)
 
 
 def _dilated(size: int, interior: int) -> int:
+    if type(size) is not int:  # symbolic (shape-polymorphic export)
+        return size + max_dim(size - 1, 0) * interior if interior else size
     return size + max(size - 1, 0) * interior
 
 
@@ -322,6 +331,11 @@ def _pad_batch(args, dims, *, padding_config):
 
 def _pad_lowering(ctx, x, padding_value, *, padding_config):
     lo, hi, interior = ([c[k] for c in padding_config] for k in range(3))
+    if is_symbolic_shape((*lo, *hi)):
+        return [hlo.dynamic_pad(aval_to_ir_type(ctx.avals_out[0]), x, padding_value,
+                                symbolic_lowering.shape_value(lo),
+                                symbolic_lowering.shape_value(hi),
+                                symbolic_lowering.shape_value(interior))]
     return [hlo.pad(x, padding_value, lo, hi, interior)]
 
 
@@ -424,15 +438,31 @@ def _slice_abstract_eval(x: ShapedArray, *, start_indices, limit_indices,
     strides = strides or (1,) * x.ndim
     if any(s <= 0 for s in strides):
         raise TypeError(f"slice strides {strides} must be positive")
-    return x.update(shape=tuple((limit - start + s - 1) // s for start, limit, s
+    return x.update(shape=tuple(_slice_size(start, limit, s) for start, limit, s
                                 in zip(start_indices, limit_indices, strides)))
+
+
+def _slice_size(start: Any, limit: Any, stride: int) -> Any:
+    if type(start) is int and type(limit) is int:
+        return (limit - start + stride - 1) // stride
+    # JAX's expression for a symbolic size (lax.slice_in_dim(x, 0, b, 2) has
+    # floordiv(b - 1, 2) + 1 entries)
+    return max_dim((limit - start - 1) // stride + 1, 0) if stride != 1 else limit - start
+
+
+def _slice_span(n: Any, stride: int) -> Any:
+    """How far from its start the last of ``n`` entries taken every ``stride`` lies, plus
+    one (0 when there are none)."""
+    if type(n) is int:
+        return max(n - 1, 0) * stride + (n > 0)
+    return n if stride == 1 else max_dim(n - 1, 0) * stride + min_dim(n, 1)
 
 
 def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
     # The slice's entries go back where they came from, zeros in between.
     strides = strides or (1,) * len(start_indices)
     ct_shape = aval_of(ct).shape
-    config = [(start, d - (start + max(n - 1, 0) * s + (n > 0)), s - 1)
+    config = [(start, d - (start + _slice_span(n, s)), s - 1)
               for start, d, n, s in zip(start_indices, x.aval.shape, ct_shape, strides)]
     return [pad(ct, _zero_scalar(aval_of(ct).dtype), config)]
 
@@ -468,8 +498,8 @@ def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
     shape = aval_of(operand).shape
     axis = _canonicalize_axis(axis, len(shape))
     size = shape[axis]
-    start = 0 if start_index is None else int(start_index)
-    limit = size if limit_index is None else int(limit_index)
+    start = 0 if start_index is None else _bound(start_index)
+    limit = size if limit_index is None else _bound(limit_index)
     start, limit = (i + size if i < 0 else i for i in (start, limit))
     starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
     starts[axis], limits[axis], strides[axis] = start, limit, int(stride)
@@ -536,6 +566,9 @@ def _start_indices(name: str, operand: Any, start_indices: Any,
             # Known indices are offset in Python integers; clipping to the dtype's
             # range changes nothing after clamping to the axis.
             i = int(i)
+            if allow_negative_indices and i < 0 and type(size) is DimExpr:
+                out.append(convert_element_type(dimension_as_value(size + i), dtype))
+                continue
             if allow_negative_indices and i < 0:
                 i += size
             info = np.iinfo(dtype)
@@ -544,7 +577,8 @@ def _start_indices(name: str, operand: Any, start_indices: Any,
         if aval_of(i).dtype != dtype:
             i = convert_element_type(i, dtype)
         if allow_negative_indices and dtype.kind == "i":
-            offset = np.asarray(size, dtype)
+            offset = np.asarray(size, dtype) if type(size) is not DimExpr \
+                else convert_element_type(dimension_as_value(size), dtype)
             i = select(lt(i, _zero_scalar(dtype)), add(i, offset), i)
         out.append(i)
     return out
@@ -650,7 +684,7 @@ def dynamic_slice(operand: Any, start_indices: Any, slice_sizes: Sequence[int], 
     """
     indices = _start_indices("dynamic_slice", operand, start_indices, allow_negative_indices)
     return dynamic_slice_p.bind(operand, *indices,
-                                slice_sizes=tuple(int(s) for s in slice_sizes))
+                                slice_sizes=tuple(_bound(s) for s in slice_sizes))
 
 
 @dynamic_slice_p.def_abstract_eval
@@ -704,8 +738,14 @@ def _dynamic_slice_batch(args, dims, *, slice_sizes):
 ad.primitive_jvps[dynamic_slice_p] = _dynamic_slice_jvp
 ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
 batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
-register_lowering(dynamic_slice_p, lambda ctx, x, *indices, slice_sizes: [
-    hlo.dynamic_slice(x, list(indices), list(slice_sizes))])
+def _dynamic_slice_lowering(ctx, x, *indices, slice_sizes):
+    if any(type(s) is DimExpr for s in slice_sizes):
+        return [symbolic_lowering.dynamic_slice(ctx.avals_in[0], ctx.avals_out[0], x,
+                                                indices, slice_sizes)]
+    return [hlo.dynamic_slice(x, list(indices), list(slice_sizes))]
+
+
+register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
 
 
 def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0, *,
@@ -719,7 +759,7 @@ def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: 
     axis = _canonicalize_axis(axis, len(shape))
     starts: list[Any] = [0] * len(shape)
     sizes = list(shape)
-    starts[axis], sizes[axis] = start_index, int(slice_size)
+    starts[axis], sizes[axis] = start_index, _bound(slice_size)
     return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
@@ -905,7 +945,7 @@ def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
     [(2, 2), (3, 2)]
     """
     axis = _canonicalize_axis(axis, aval_of(operand).ndim)
-    return split_p.bind(operand, sizes=tuple(int(s) for s in sizes), axis=axis)
+    return split_p.bind(operand, sizes=tuple(_bound(s) for s in sizes), axis=axis)
 
 
 @split_p.def_abstract_eval
@@ -926,10 +966,10 @@ def _split_batch(args, dims, *, sizes, axis):
 def _split_lowering(ctx, x, *, sizes, axis):
     shape = ctx.avals_in[0].shape
     outs, start = [], 0
-    for s in sizes:
+    for s, aval in zip(sizes, ctx.avals_out):
         starts, limits = [0] * len(shape), list(shape)
         starts[axis], limits[axis] = start, start + s
-        outs.append(hlo.slice(x, starts, limits, [1] * len(shape)))
+        outs.append(symbolic_lowering.slice(aval, x, starts, limits, [1] * len(shape)))
         start += s
     return outs
 

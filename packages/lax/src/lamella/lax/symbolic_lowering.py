@@ -16,7 +16,7 @@ other one meeting a symbolic shape is an error naming it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from lamella.core.shape_poly import DimExpr, is_symbolic_shape
 from lamella.lax.lowering import (
     aval_to_ir_type,
     constant,
+    func,
     hlo,
     ir,
     register_lowering,
@@ -265,6 +266,62 @@ def slice(aval_out: Any, x: ir.Value, start: Sequence[Any], limit: Sequence[Any]
     return hlo.slice(x, list(start), list(limit), list(strides))
 
 
+def dynamic_slice(aval_in: Any, aval_out: Any, x: ir.Value, indices: Sequence[ir.Value],
+                  sizes: Sequence[Any]) -> ir.Value:
+    """`dynamic_slice` with symbolic window sizes: `real_dynamic_slice` from starts
+    clamped (as dynamic_slice's are) so that the window fits."""
+    starts, limits = [], []
+    for d, size, index in zip(aval_in.shape, sizes, indices):
+        index = hlo.convert(_i64(), index)
+        size = dim_value(size)
+        start = hlo.clamp(constant(np.int64(0)), index, hlo.subtract(dim_value(d), size))
+        starts.append(start)
+        limits.append(hlo.add(start, size))
+    ones = [constant(np.int64(1))] * len(sizes)
+    return hlo.real_dynamic_slice(aval_to_ir_type(aval_out), x, _vector(starts),
+                                  _vector(limits), _vector(ones))
+
+
+def dynamic_gather(aval_out: Any, operand: ir.Value, indices: ir.Value, dimension_numbers: Any,
+                   slice_sizes: Sequence[Any], indices_are_sorted: bool) -> ir.Value:
+    """`gather` with symbolic window sizes: StableHLO's `dynamic_gather`, which takes the
+    sizes as an operand."""
+    sizes = _vector([dim_value(s) for s in slice_sizes])
+    return hlo.DynamicGatherOp(operand, indices, sizes, dimension_numbers,
+                               indices_are_sorted=indices_are_sorted,
+                               results=[aval_to_ir_type(aval_out)]).result
+
+
+def reduce_window(ctx: Any, x: ir.Value, init: ir.Value, window: Sequence[Any],
+                  padding: Sequence[tuple[Any, Any]],
+                  combine: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
+    """A `reduce_window` (strides and dilations 1) whose window or padding is symbolic:
+    JAX's ``stablehlo.dynamic_reduce_window`` custom call, its reducer a private
+    function of the module; shape refinement turns it into a `reduce_window`."""
+    scalar = ir.RankedTensorType.get([], x.type.element_type)
+    name = ctx.module_context.unique_name("dynamic_reduce_window_reducer")
+    with ir.InsertionPoint(ctx.module_context.module.body), ir.Location.unknown():
+        reducer = func.FuncOp(name, ([scalar, scalar], [scalar]))
+        reducer.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        entry = reducer.add_entry_block()
+        with ir.InsertionPoint(entry):
+            func.ReturnOp([combine(*entry.arguments)])
+    pair = ir.RankedTensorType.get([1, 2], ir.IntegerType.get_signless(32))
+    pads = hlo.concatenate([hlo.reshape(pair, shape_value(p)) for p in padding], 0)
+    ones = shape_value([1] * len(window))
+    op = hlo.CustomCallOp([x.type], [x, init, shape_value(window), ones, ones, ones, pads],
+                          call_target_name="stablehlo.dynamic_reduce_window",
+                          called_computations=ir.ArrayAttr.get(
+                              [ir.FlatSymbolRefAttr.get(name)]))
+    op.attributes["api_version"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2)
+    return op.result
+
+
+def _vector(scalars: Sequence[ir.Value]) -> ir.Value:
+    vector = ir.RankedTensorType.get([1], ir.IntegerType.get_signless(64))
+    return hlo.concatenate([hlo.reshape(vector, v) for v in scalars], 0)
+
+
 # Primitives checked to lower with dynamic sizes: elementwise ones (whose operands
 # broadcast through `broadcast_in_dim` above), reductions and contractions (result types
 # from their avals), the structural ones rewritten above, and calls and control flow
@@ -281,7 +338,10 @@ supports_symbolic(
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
     "argmax", "argmin", "sort", "scan",
     "dot_general", "transpose", "reshape", "broadcast_in_dim", "squeeze", "expand_dims",
-    "concatenate", "slice", "iota", "rev", "empty",
+    "concatenate", "slice", "iota", "rev", "empty", "dynamic_slice", "dynamic_update_slice",
+    "split", "gather", "scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter_mul",
+    "scatter-min", "scatter_min", "scatter-max", "scatter_max", "scatter_sub", "scatter-sub",
+    "scatter_apply", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
     "jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
     "custom_vjp_call_jaxpr", "checkpoint", "optimization_barrier", "cond", "while",
     "call_exported")

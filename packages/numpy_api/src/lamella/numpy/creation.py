@@ -328,7 +328,7 @@ def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> Any:
     if step == 0:
         raise ValueError("arange: step must not be zero")
     distance = stop - start if step > 0 else start - stop
-    count = dim_max((distance + abs(step) - 1) // abs(step), 0)
+    count = dim_max(0, distance + abs(step) - 1) // abs(step)
     dt = _dtype_or(dtype, default_int_dtype(), "arange")
     out = lax.iota(dt, count)
     if step != 1:

@@ -34,7 +34,7 @@ from lamella.core import config
 from lamella.core import dtypes as core_dtypes
 from lamella.core.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from lamella.core.jit import jit
-from lamella.core.shape_poly import DimExpr
+from lamella.core.shape_poly import DimExpr, dimension_as_value
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
 from lamella.lax.conversion import convert_element_type
@@ -222,12 +222,12 @@ def _parse(x: Any, index: Any, strict: bool) -> _Parsed:
             axis += 1
         elif kind == "int":
             size = shape[axis]
-            if strict and not -size <= payload < size:
+            if strict and type(size) is int and not -size <= payload < size:
                 raise IndexError(f"index {payload} is out of bounds for axis {axis} with "
                                  f"size {size}")
             if type(size) is not int:
-                # Clamped to the axis when the slice is taken (decided there, or an
-                # InconclusiveDimensionOperation); with arrays, gather is refused.
+                # On a symbolic axis the index is clamped when the program runs (a
+                # dynamic_slice, or gather's clamping with arrays), as JAX does.
                 entries.append(_Entry("array" if has_arrays else "int",
                                       payload + size if payload < 0 else payload))
                 axis += 1
@@ -238,9 +238,14 @@ def _parse(x: Any, index: Any, strict: bool) -> _Parsed:
         elif kind == "dint":
             entries.append(_Entry("array" if has_arrays else "int", payload, static=False))
             axis += 1
+        elif kind == "array" and type(shape[axis]) is not int:
+            # Negative indices on a symbolic axis are counted from the end at run time.
+            entries.append(_Entry("array", lax.convert_element_type(payload, np.int32),
+                                  static=False) if (payload < 0).any()
+                           else _Entry("array", payload))
+            axis += 1
         elif kind == "array":
-            entries.append(_Entry("array", payload if type(shape[axis]) is not int
-                                  else _normalize_static(payload, shape[axis])))
+            entries.append(_Entry("array", _normalize_static(payload, shape[axis])))
             axis += 1
         elif kind == "darray":
             entries.append(_Entry("array", payload, static=False))
@@ -261,42 +266,26 @@ def _parse(x: Any, index: Any, strict: bool) -> _Parsed:
 def _symbolic_slice(start: int | None, stop: int | None, step: int | None,
                     size: Any) -> _Entry:
     """The entry of a slice on an axis of symbolic size, with `slice.indices`'s clamping
-    done by comparisons of dimensions: each is decided for every size or raises
-    InconclusiveDimensionOperation (JAX keeps such a bound as `min(b, 2)`, which lamella's
-    dimension expressions cannot write)."""
+    written with `min_dim` / `max_dim` in JAX's order, so that the count is the
+    expression JAX gives (``x[:2]`` has ``min(b, 2)`` rows, ``x[1:-1]``
+    ``max(0, b - 2)``). Whether a symbolic bound is negative must be decided."""
     step = 1 if step is None else step
     if type(step) is DimExpr:
         raise TypeError(f"A slice's step must be a constant integer, got the symbolic "
                         f"dimension '{step}'")
-    last = size if step > 0 else size - 1  # the largest valid bound
-    low = 0 if step > 0 else -1
 
     def clamp(bound: int | None, default: Any) -> Any:
         if bound is None:
             return default
-        if bound < 0:
-            return dim_max(bound + size, low)
-        return dim_min(bound, last)
+        if bound >= 0:
+            return dim_min(size if step > 0 else size - 1, bound)
+        return dim_max(0 if step > 0 else -1, size + bound)
 
     start = clamp(start, 0 if step > 0 else size - 1)
     stop = clamp(stop, size if step > 0 else -1)
     distance = stop - start if step > 0 else start - stop
-    count = dim_max((distance + abs(step) - 1) // abs(step), 0)
+    count = dim_max(0, distance + abs(step) - 1) // abs(step)
     return _Entry("slice", start=start, count=count, step=step, stop=stop)
-
-
-def _refuse_symbolic(parsed: _Parsed, primitive: str) -> None:
-    """Integer-array indices (and updates) on a symbolic shape would need `gather` or
-    `scatter`, whose lowerings take static sizes: an error naming them, as lax's."""
-    shape = aval_of(parsed.x).shape
-    if DimExpr in map(type, shape):
-        shown = ", ".join(str(d) for d in shape)
-        what = "Indexing with integer arrays" if primitive == "gather" else "Updating x.at[...]"
-        hint = ("index with integers and slices only" if primitive == "gather"
-                else "build the result with jnp.where or jnp.concatenate")
-        raise ValueError(f"{what} on an array of symbolic shape ({shown}) needs the "
-                         f"primitive '{primitive}', which does not support symbolic "
-                         f"dimensions (shape-polymorphic export); {hint}.")
 
 
 def _normalize_static(index: np.ndarray, size: int) -> np.ndarray:
@@ -310,8 +299,9 @@ def _normalize_traced(index: Any, size: int, dtype: np.dtype) -> Any:
     index = lax.convert_element_type(index, dtype)
     if dtype.kind == "u":
         return index
-    return lax.select(lax.lt(index, np.zeros((), dtype)),
-                      lax.add(index, np.asarray(size, dtype)), index)
+    offset = np.asarray(size, dtype) if type(size) is not DimExpr \
+        else lax.convert_element_type(dimension_as_value(size), dtype)
+    return lax.select(lax.lt(index, np.zeros((), dtype)), lax.add(index, offset), index)
 
 
 # --- basic indexing: slice, rev, dynamic_slice, reshape --------------------------------
@@ -322,11 +312,14 @@ def _basic_take(parsed: _Parsed) -> Any:
     shape = aval_of(x).shape
     bounds, reverse, dynamic, out_shape = [], [], {}, []  # bounds: (start, limit, stride)
     reverse_first = []  # axes of symbolic size sliced with a negative step
+    strided = []  # axes of symbolic size sliced with a step other than 1 or -1
     for axis, e in enumerate(entries):
         if e.kind == "slice" and e.stop is not None:
             bounds.append(_symbolic_bounds(e, shape[axis]))
             if e.step < 0:
                 reverse_first.append(axis)
+            if abs(e.step) != 1:
+                strided.append((axis, e))
             out_shape.append(e.count)
         elif e.kind == "slice":
             first = e.start if e.step > 0 else e.start + (e.count - 1) * e.step
@@ -335,6 +328,10 @@ def _basic_take(parsed: _Parsed) -> Any:
             if e.step < 0 and e.count > 1:
                 reverse.append(axis)
             out_shape.append(e.count)
+        elif e.static and type(shape[axis]) is not int:
+            bounds.append((0, shape[axis], 1))
+            dynamic[axis] = dimension_as_value(e.value) if type(e.value) is DimExpr \
+                else np.asarray(e.value, np.int32)
         elif e.static:
             if shape[axis] == 0:
                 raise IndexError(f"index {e.value} is out of bounds for axis {axis} with size 0")
@@ -348,6 +345,8 @@ def _basic_take(parsed: _Parsed) -> Any:
     if bounds != [(0, d, 1) for d in shape]:
         starts, limits, strides = zip(*bounds)
         x = lax.slice(x, starts, limits, strides)
+    for axis, e in strided:
+        x = _every(x, axis, e.count, abs(e.step))
     if reverse:
         x = lax.rev(x, reverse)
     if dynamic:
@@ -362,9 +361,22 @@ def _basic_take(parsed: _Parsed) -> Any:
 def _symbolic_bounds(e: _Entry, size: Any) -> tuple[Any, Any, int]:
     """(start, limit, stride) of `lax.slice` for a slice entry on a symbolic axis, taken
     after reversing the axis when the step is negative (then the bounds are counted
-    from the end, and no bound depends on the count, which may be 0 for some sizes)."""
+    from the end). The slice takes every element from start to stop; `_every` then
+    keeps one in ``|step|``."""
     start, stop = (e.start, e.stop) if e.step > 0 else (size - 1 - e.start, size - 1 - e.stop)
-    return start, dim_max(start, stop), abs(e.step)
+    return start, start + dim_max(0, stop - start), 1
+
+
+def _every(x: Any, axis: int, count: Any, step: int) -> Any:
+    """Every ``step``-th element along the symbolic ``axis`` of ``x``, ``count`` of them:
+    padded to ``count * step``, split into rows of ``step``, the first column kept. (A
+    strided `lax.slice` would give its own expression for the size, not ``count``.)"""
+    shape, dtype = aval_of(x).shape, aval_of(x).dtype
+    filler = lax.full((*shape[:axis], count * step - shape[axis], *shape[axis + 1:]), 0, dtype)
+    x = lax.concatenate([x, filler], axis)
+    x = lax.reshape(x, (*shape[:axis], count, step, *shape[axis + 1:]))
+    x = lax.slice_in_dim(x, 0, 1, axis=axis + 1)
+    return lax.reshape(x, (*shape[:axis], count, *shape[axis + 1:]))
 
 
 # --- everything else: one gather (or scatter) -------------------------------------------
@@ -486,7 +498,6 @@ def _take(arr: Any, index: Any, *, mode: Any = None, fill_value: Any = None,
     fills = gather_mode == GatherScatterMode.FILL_OR_DROP
     if not any(e.kind == "array" or fills and e.kind == "int" for e in parsed.entries):
         return _basic_take(parsed)
-    _refuse_symbolic(parsed, "gather")
     plan = _plan(parsed)
     x = parsed.x
     if 0 in plan.out_shape:
@@ -557,7 +568,6 @@ def _scatter(arr: Any, index: Any, values: Any, op: str, *, mode: Any,
     values = convert_element_type(values if type(values) is int else asarray_internal(values),
                                   aval.dtype, aval.weak_type)
     parsed = _parse(x, index, strict=False)
-    _refuse_symbolic(parsed, "scatter")
     plan = _plan(parsed)
     values = _broadcast_values(values, plan.out_shape)
     x_exp = parsed.x

@@ -26,7 +26,7 @@ import numpy as np
 from lamella import lax
 from lamella.core import vmap
 from lamella.core.errors import ConcretizationTypeError
-from lamella.core.shape_poly import DimExpr
+from lamella.core.shape_poly import DimExpr, dimension_as_value
 from lamella.core.trace import aval_of
 from lamella.lax.explicit_sharding import unshard_dims
 from lamella.numpy import util
@@ -864,9 +864,12 @@ def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
                          f"shifts for axes {tuple(axes)}")
     count = max(len(axes), shift_count)
     axes = axes * count if len(axes) == 1 else axes
+    if shifts is not None and shifts.dtype.kind not in "biu":
+        raise TypeError(f"roll: shift must be an integer, got {shift!r}")
+    if shifts is not None and any(type(_shape(a)[ax]) is DimExpr for ax in axes):
+        # A shift modulo a symbolic size is known only when the program runs.
+        shift, shifts = shifts, None
     if shifts is not None:
-        if shifts.dtype.kind not in "biu":
-            raise TypeError(f"roll: shift must be an integer, got {shift!r}")
         shifts = np.broadcast_to(shifts, (count,))
         for ax, s in zip(axes, shifts):
             n = _shape(a)[ax]
@@ -884,7 +887,8 @@ def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
         if n == 0:
             continue
         s = _scalar_at(shift, (k,))
-        size = lax.full_like(s, n)
+        size = lax.full_like(s, n) if type(n) is not DimExpr else \
+            lax.convert_element_type(dimension_as_value(n), dtype_of(s))
         m = lax.rem(s, size)
         m = lax.select(lax.lt(m, lax.full_like(m, 0)), lax.add(m, size), m)
         # out[i] = a[(i - m) mod n]: a window of [a, a] starting at n - m.

@@ -22,7 +22,12 @@ from lamella.core import trace as _trace
 from lamella.core.dispatch import current_executor
 from lamella.core.errors import ConcretizationTypeError
 from lamella.core.jit import jit
-from lamella.core.shape_poly import DimExpr, InconclusiveDimensionOperation, dimension_as_value
+from lamella.core.shape_poly import (
+    DimExpr,
+    dimension_as_value,
+    max_dim,
+    min_dim,
+)
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
 from lamella.lax.conversion import convert_element_type
@@ -149,25 +154,24 @@ def canonicalize_axes(axis: Any, rank: int, name: str = "axis") -> tuple[int, ..
 # non-strict, so ties (b - 1 against 0 at b = 1) are decided; `a >= b` and `b >= a` are
 # decided from different bounds, so the second is tried when the first is not.
 def dim_max(a: Any, b: Any) -> Any:
-    """The larger of two dimensions.
+    """The larger of two dimensions (`max(a, b)` for ints; a symbolic one is decided
+    for every size or kept as the expression ``max(a, b)``, JAX's `core.max_dim`).
 
     >>> from lamella.core.export import symbolic_shape
     >>> b, = symbolic_shape("b")
-    >>> dim_max(b - 1, 0), dim_min(1, b)
-    (b - 1, 1)
+    >>> dim_max(b - 1, 0), dim_min(1, b), dim_min(b, 2)
+    (b - 1, 1, min(b, 2))
     """
-    try:
+    if type(a) is int and type(b) is int:
         return a if a >= b else b
-    except InconclusiveDimensionOperation:
-        return b if b >= a else a
+    return max_dim(a, b)
 
 
 def dim_min(a: Any, b: Any) -> Any:
     """The smaller of two dimensions (see `dim_max`)."""
-    try:
+    if type(a) is int and type(b) is int:
         return a if a <= b else b
-    except InconclusiveDimensionOperation:
-        return b if b <= a else a
+    return min_dim(a, b)
 
 
 def concrete_value(x: Any, context: str) -> np.ndarray:
