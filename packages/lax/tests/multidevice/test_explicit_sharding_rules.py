@@ -20,8 +20,11 @@ from lamella.core.sharding import (
     P,
     ShardingTypeError,
     auto_axes,
+    explicit_axes,
+    get_abstract_mesh,
     make_mesh,
     set_mesh,
+    use_abstract_mesh,
 )
 
 MESH = make_mesh((4, 2), ("x", "y"))  # Explicit axes
@@ -404,3 +407,44 @@ def test_cnn_gradient_without_auto_axes_is_jax_error():
     with pytest.raises(ShardingTypeError, match="Please specify the output sharding via "
                                                 "`out_sharding` parameter"):
         PLAIN_STEP(PARAMS, put(IMAGES, "x"), put(ONE_HOT, "x"))
+
+
+# --- auto_axes / explicit_axes results, use_abstract_mesh ----------------------------------
+
+
+def test_retyped_regions_name_their_results_over_the_calling_mesh():
+    # JAX 0.10.2: the results of explicit_axes under an Auto mesh are Auto-mesh arrays laid
+    # out as XLA chose (P('x',)); those of auto_axes under an Explicit one are typed.
+    double = explicit_axes(lambda v: v * 2)
+    with set_mesh(AUTO):
+        out = lc.jit(lambda v: double(v, in_sharding=P("x")))(X)
+        eager = double(lc.device_put(X, NamedSharding(AUTO, P("x"))), in_sharding=P("x"))
+    for v in (out, eager):
+        assert v.sharding == NamedSharding(AUTO, P("x")) and tuple(v.sharding.spec) == ("x",)
+        assert str(lc.typeof(v)) == "float32[8,4]"
+        np.testing.assert_array_equal(np.asarray(v), X * 2)
+    out = lc.jit(lambda v: auto_axes(lambda b: b * 2, out_sharding=P("x"))(v))(put(X, "x"))
+    assert out.sharding.mesh == MESH and tuple(out.sharding.spec) == ("x", None)
+    assert str(lc.typeof(out)) == "float32[8@x,4]"
+
+
+def test_use_abstract_mesh():
+    abstract = MESH.abstract_mesh
+    with set_mesh(None):
+        with use_abstract_mesh(abstract):
+            assert get_abstract_mesh() == abstract
+            assert repr(get_abstract_mesh()) == (
+                "AbstractMesh('x': 4, 'y': 2, axis_types=(Explicit, Explicit), "
+                "device_kind=cpu, num_cores=None, platform=cpu)")
+        assert get_abstract_mesh().empty
+        with pytest.raises(ValueError, match=r"Expected mesh of type "
+                                             r"`jax\.sharding\.AbstractMesh`\. Got type: "):
+            use_abstract_mesh(MESH)
+        small = make_mesh((2,), ("x",)).abstract_mesh
+        with use_abstract_mesh(small), pytest.raises(
+                ValueError, match=r"use_abstract_mesh cannot change the size of the mesh\. "
+                                  r"Got new mesh: AbstractMesh\('x': 4, 'y': 2.* with size=8 "
+                                  r"and prev mesh: AbstractMesh\('x': 2.* with size=2"):
+            with use_abstract_mesh(abstract):
+                pass
+        assert get_abstract_mesh().empty

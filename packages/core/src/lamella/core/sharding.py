@@ -36,7 +36,8 @@ from lamella.core.primitive import Primitive
 
 __all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding",
            "ShardingTypeError", "SingleDeviceSharding", "auto_axes", "explicit_axes",
-           "get_abstract_mesh", "get_mesh", "make_mesh", "reshard", "set_mesh", "use_mesh",
+           "get_abstract_mesh", "get_mesh", "make_mesh", "reshard", "set_mesh",
+           "use_abstract_mesh", "use_mesh",
            "sharding_constraint_p", "with_sharding_constraint"]
 
 
@@ -716,15 +717,57 @@ def _abstract(mesh: Mesh) -> AbstractMesh:
 Mesh.abstract_mesh = property(_abstract)
 
 
+class _AbstractMeshState(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[AbstractMesh] = []
+
+
+_abstract_mesh_state = _AbstractMeshState()
+
+
 def get_abstract_mesh() -> AbstractMesh:
-    """The current mesh's `AbstractMesh` (an empty one when no mesh is set).
+    """The innermost `use_abstract_mesh`'s mesh, else the current mesh's `AbstractMesh`
+    (an empty one when no mesh is set).
 
     >>> with set_mesh(make_mesh((1,), ("x",))):
     ...     get_abstract_mesh().axis_types
     (Explicit,)
     """
+    if _abstract_mesh_state.stack:
+        return _abstract_mesh_state.stack[-1]
     mesh = get_mesh()
     return AbstractMesh((), (), ()) if mesh is None else _abstract(mesh)
+
+
+class use_abstract_mesh:  # noqa: N801 (JAX's name: a class used as a context manager)
+    """Makes `mesh` (an `AbstractMesh`: axis names, sizes and types, no devices) what
+    `get_abstract_mesh()` reports in this thread inside the block; it may not change the
+    size of a non-empty abstract mesh already in use.
+
+    >>> with use_abstract_mesh(AbstractMesh((2,), ("x",), (AxisType.Explicit,))):
+    ...     get_abstract_mesh().shape_tuple
+    (('x', 2),)
+    """
+
+    __slots__ = ("mesh",)
+
+    def __init__(self, mesh: AbstractMesh):
+        if not isinstance(mesh, AbstractMesh):
+            raise ValueError("Expected mesh of type `jax.sharding.AbstractMesh`. Got type: "
+                             f"{type(mesh)}")
+        self.mesh = mesh
+
+    def __enter__(self) -> None:
+        previous = get_abstract_mesh()
+        if not previous.empty and not self.mesh.empty and previous.size != self.mesh.size:
+            raise ValueError(
+                f"use_abstract_mesh cannot change the size of the mesh. Got new mesh: "
+                f"{self.mesh!r} with size={self.mesh.size} and prev mesh: {previous!r} with "
+                f"size={previous.size}")
+        _abstract_mesh_state.stack.append(self.mesh)
+
+    def __exit__(self, *exc: Any) -> None:
+        _abstract_mesh_state.stack.pop()
 
 
 def _retyped_mesh(axes: str | Sequence[str] | None, to: AxisType, what: str) -> tuple[Mesh, Mesh]:
@@ -746,7 +789,10 @@ def _onto(mesh: Mesh, x: Any, spec: PartitionSpec | None = None) -> Any:
     from lamella.core.trace import aval_of
     if spec is None:
         sharding = getattr(aval_of(x), "sharding", None)
-        spec = sharding.spec if sharding is not None else PartitionSpec()
+        entries = list(sharding.spec) if sharding is not None else []
+        while entries and entries[-1] is None and AxisType.Explicit not in mesh.axis_types:
+            entries.pop()  # onto Auto axes the layout is XLA's: JAX prints P('x',)
+        spec = PartitionSpec(*entries)
     return sharding_constraint_p.bind(x, sharding=NamedSharding(mesh, spec))
 
 

@@ -202,6 +202,13 @@ def _plan_devices(closed: ClosedJaxpr, args: list) -> Plan | None:
                          "(device_put) first")
     devices = device_sets.pop()
     mesh = meshes[0] if meshes else None
+    current = get_mesh()
+    if mesh is not None and current is not None and current.axis_names == mesh.axis_names \
+            and current.devices.shape == mesh.devices.shape \
+            and current._flat_devices == mesh._flat_devices:
+        # The same devices and axes, perhaps typed otherwise inside (auto_axes and
+        # explicit_axes retype them): results are named over the mesh of the call (JAX).
+        mesh = current
     if mesh is None:
         grid = np.empty(len(devices), dtype=object)
         grid[:] = devices
