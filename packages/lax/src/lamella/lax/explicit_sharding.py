@@ -513,9 +513,9 @@ _REDUCTIONS = ("reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_
 # The matrix rank of each operand of the batched linear-algebra primitives.
 _LINALG_RANKS = {"cholesky": (2,), "lu": (2,), "qr": (2,), "eigh": (2,), "svd": (2,),
                  "eig": (2,), "schur": (2,), "hessenberg": (2,), "tridiagonal": (2,),
-                 "householder_product": (2, 1), "lu_pivots_to_permutation": (1,),
-                 "cholesky_update": (2, 1), "symmetric_product": (2, 2),
-                 "tridiagonal_solve": (1, 1, 1, 2)}
+                 "householder_product": (2, 1), "ormqr": (2, 1, 2),
+                 "lu_pivots_to_permutation": (1,), "cholesky_update": (2, 1),
+                 "symmetric_product": (2, 2), "tridiagonal_solve": (1, 1, 1, 2)}
 _CUMULATIVE = ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")
 
 
@@ -603,6 +603,7 @@ def _register_sharding_rules() -> None:
     put("lapack_call", _lapack_call_rule)
     for name, ranks in _LINALG_RANKS.items():
         put(name, _linalg_rule(name, ranks))
-    for name in ("debug_callback", "debug_print", "pure_callback", "io_callback"):
+    for name in ("debug_callback", "debug_print", "pure_callback", "io_callback", "check",
+                 "error_merge", "dce_sink", "after_all"):
         put(name, _keep_abstract)
 
