@@ -492,3 +492,71 @@ def test_attention_block_value_and_grad_data_parallel():
     np.testing.assert_allclose(float(value), float(ref_value), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(g_wq), np.asarray(ref_wq), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(np.asarray(g_x), np.asarray(ref_x), rtol=1e-4, atol=1e-5)
+
+
+# --- more indexing and gradients: JAX 0.10.2's types and the sum of |values| ---------------
+
+
+def _grad(f, *argnums):
+    return lc.grad(f, argnums=argnums or 0)
+
+
+CASES = {
+    "take_fill": (lambda u: jnp.take(u, IDX, axis=1, mode="fill", fill_value=-1.0),
+                  [(X, ("x",))], ["float32[8@x,3]"], 52.571),
+    "take_clip": (lambda u: jnp.take(u, IDX, axis=1, mode="clip"), [(X, ("x",))],
+                  ["float32[8@x,3]"], 52.571),
+    "traced_index": (lambda u, i: u[:, i[0]], [(X, ("x",)), (np.array([2], np.int32), ())],
+                     ["float32[8@x]"], 18.286),
+    "stride": (lambda u: u[::2], [(X, ("x",))], ["float32[4@x,4]"], 30.857),
+    "negative_index": (lambda u: u[:, -1], [(X, ("x",))], ["float32[8@x]"], 19.429),
+    "index_2d": (lambda u: u[np.array([[0, 1], [2, 3]])], [(X, (None, "y"))],
+                 ["float32[2,2,4@y]"], 17.143),
+    "vmap_gather": (lambda u, i: lc.vmap(lambda r, j: r[j])(u, i),
+                    [(X, ("x",)), (np.arange(8, dtype=np.int32) % 4, ("x",))],
+                    ["float32[8@x]"], 17.714),
+    "vmap_scatter": (lambda u, i: lc.vmap(lambda r, j: r.at[j].set(0.0))(u, i),
+                     [(X, ("x",)), (np.arange(8, dtype=np.int32) % 4, ("x",))],
+                     ["float32[8@x,4]"], 53.143),
+    "one_hot": (lambda i: (i[:, None] == jnp.arange(4)).astype(np.float32),
+                [(np.arange(8, dtype=np.int32) % 4, ("x",))], ["float32[8@x,4]"], 8),
+    "argmax_take": (lambda u: jnp.take_along_axis(u, jnp.argmax(u, 1)[:, None], 1),
+                    [(X, ("x",))], ["float32[8@x,1]"], 19.429),
+    "grad_take": (_grad(lambda v: jnp.sum(jnp.take(v, IDX, axis=1) ** 2)), [(X, ("x",))],
+                  ["float32[8@x,4]"], 105.14),
+    "grad_take_along": (lambda u, i: _grad(lambda v: jnp.sum(
+        jnp.take_along_axis(v, i, axis=1) ** 2))(u), [(X, ("x",)), (ALONG, ("x",))],
+        ["float32[8@x,4]"], 70.857),
+    "grad_conv_spatial": (_grad(lambda v: jnp.sum(conv(v) ** 2)), [(IMG, (None, None, "y"))],
+                          ["float32[8,2,4@y,4]"], 1.9178e+05),
+    "grad_sum_pool": (_grad(lambda v: jnp.sum(pool(v, lax.add, 0.0) ** 2)), [(IMG, ("x",))],
+                      ["float32[8@x,2,4,4]"], 5222.4),
+    "grad_cummax": (_grad(lambda v: jnp.sum(lax.cummax(v, axis=1) ** 2)), [(X, ("x",))],
+                    ["float32[8@x,4]"], 141.71),
+    "grad_top_k": (_grad(lambda v: jnp.sum(lax.top_k(v, 2)[0] ** 2)), [(X, ("x",))],
+                   ["float32[8@x,4]"], 75.429),
+    "grad_eigh": (_grad(lambda v: jnp.sum(lax.linalg.eigh(v)[1])), [(SPD, ("x",))],
+                  ["float32[8@x,3,3]"], 24),
+    "grad_rfft": (_grad(lambda v: jnp.sum(jnp.abs(jnp.fft.rfft(v)) ** 2)), [(X, ("x",))],
+                  ["float32[8@x,4]"], 566.86),
+    "grad_dynamic_update_slice": (
+        _grad(lambda a, b: jnp.sum(lax.dynamic_update_slice(a, b, (1, 0)) ** 2), 0, 1),
+        [(X, (None, "y")), (np.ones((2, 4), np.float32), (None, "y"))],
+        ["float32[8,4@y]", "float32[2,4@y]"], 140.57),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_more_indexing_and_gradients(name):
+    f, args, types, total = CASES[name]
+    out = _leaves(lc.jit(f)(*(put(v, *s) for v, s in args)))
+    assert [str(lc.typeof(v)) for v in out] == types
+    for v in out:
+        typed = tuple(lc.typeof(v).sharding.spec) if lc.typeof(v).sharding else ()
+        assert tuple(v.sharding.spec) == typed + (None,) * (v.ndim - len(typed))
+    np.testing.assert_allclose(sum(np.abs(np.asarray(v, np.float64)).sum() for v in out),
+                               total, rtol=1e-4)
+    with set_mesh(AUTO):
+        plain = _leaves(lc.jit(f)(*(v for v, _ in args)))
+    for v, ref in zip(out, plain):
+        np.testing.assert_allclose(np.asarray(v), np.asarray(ref), rtol=1e-5, atol=1e-5)
