@@ -428,6 +428,15 @@ NUMPY_FAMILIES = {
                    _put(x, (0, 2), 1.0, (len(x), 1)), x[:1], x[1:], x[:, :1], x[:, 1:],
                    x[1:], x[:len(x) // 2], x[::2]),
         (1, 3)),
+    "windowed reductions": (
+        lambda x: (lax.reduce_window(x, 0.0, lax.add, (2, 1), (1, 1), "VALID"),
+                   lax.reduce_window(x, -jnp.inf, lax.max, (3, 2), (2, 1), "VALID"),
+                   lax.reduce_window(x, 0.0, lax.add, (2, 1), (1, 1), "SAME")),
+        lambda x: (x[1:] + x[:-1],
+                   np.array([[x[i:i + 3, j:j + 2].max() for j in range(3)]
+                             for i in range(0, len(x) - 2, 2)]).reshape(-1, 3),
+                   np.concatenate([x[:-1] + x[1:], x[-1:]])),
+        (1, 3)),
     "mean, var and std": (
         lambda x: (jnp.mean(x, axis=0), jnp.var(x, axis=0), jnp.std(x, axis=0, ddof=1),
                    jnp.mean(x), jnp.average(x, axis=0), jnp.nanmean(x, axis=0)),

@@ -342,6 +342,7 @@ supports_symbolic(
     "split", "gather", "scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter_mul",
     "scatter-min", "scatter_min", "scatter-max", "scatter_max", "scatter_sub", "scatter-sub",
     "scatter_apply", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
+    "reduce_window_sum", "reduce_window_max", "reduce_window_min", "reduce_window",
     "jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
     "custom_vjp_call_jaxpr", "checkpoint", "optimization_barrier", "cond", "while",
     "call_exported")

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from lamella.core import ShapedArray, ad, batching, dtypes
+from lamella.core.shape_poly import DimExpr, max_dim
 from lamella.core.structural import reduce_sum_p
 from lamella.core.trace import aval_of
 from lamella.core.tree_util import tree_flatten, tree_unflatten
@@ -129,7 +130,10 @@ def _window_shape(name: str, shape, window_dimensions, window_strides, padding,
             _dilate(shape, base_dilation), padding, window_strides,
             _dilate(window_dimensions, window_dilation)):
         padded = size + lo + hi
-        out.append(0 if padded < window else (padded - window) // stride + 1)
+        if type(padded) is DimExpr:  # symbolic (shape-polymorphic export), as JAX writes it
+            out.append(max_dim((padded - window) // stride + 1, 0))
+        else:
+            out.append(0 if padded < window else (padded - window) // stride + 1)
     return tuple(out)
 
 
