@@ -106,7 +106,8 @@ def record_symbolic() -> None:
 
     _record_polymorphic(jax, jnp, export, DATA)
     _record_polymorphic_shapes(jax, jnp, lax, export, DATA)
-    print("recorded batch_polymorphic, polymorphic_shapes")
+    _record_clamped_shapes(jax, jnp, export, DATA)
+    print("recorded batch_polymorphic, polymorphic_shapes, clamped_shapes")
 
 
 def _record_polymorphic(jax, jnp, export, directory: str) -> None:
@@ -154,6 +155,27 @@ def _record_polymorphic_shapes(jax, jnp, lax, export, directory: str) -> None:
         record.update({f"out{i}_b{size}": np.asarray(o) for i, o in enumerate(exp.call(*args))})
     record.update({k[:-3]: v for k, v in record.items() if k.endswith("_b2")})
     np.savez(os.path.join(directory, "polymorphic_shapes.npz"), **record)
+
+
+def _record_clamped_shapes(jax, jnp, export, directory: str) -> None:
+    """`clamped_shapes`: x: f32[b, 4] -> slices whose sizes are min/max dimension
+    expressions (f32[min(b, 2), 4], f32[- min(b, 5) + b, 4], i32[max(0, - b + 10)]), a
+    gather, a scatter-add and a cumsum over b; arguments and outputs at b = 1 and b = 7."""
+    def fun(x):
+        return (x[:2], x[5:], jnp.arange(x.shape[0], 10), x[jnp.array([0, 2])],
+                x.at[jnp.array([1, 1])].add(1.0), jnp.cumsum(x, axis=0))
+
+    b, = export.symbolic_shape("b")
+    exp = export.export(jax.jit(fun))(jax.ShapeDtypeStruct((b, 4), np.float32))
+    with open(os.path.join(directory, "clamped_shapes.exported"), "wb") as f:
+        f.write(exp.serialize())
+    rng = np.random.default_rng(3)
+    record = {}
+    for size in (1, 7):
+        x = rng.standard_normal((size, 4)).astype(np.float32)
+        record[f"arg0_b{size}"] = x
+        record.update({f"out{i}_b{size}": np.asarray(o) for i, o in enumerate(exp.call(x))})
+    np.savez(os.path.join(directory, "clamped_shapes.npz"), **record)
 
 
 def _record_sharded(jax, jnp, named, spec, mesh, directory: str) -> None:

@@ -273,6 +273,24 @@ def test_jax_polymorphic_artifact_with_reshapes_and_iota():
         exp.call(data["arg0_b2"], data["arg1_b3"])
 
 
+def test_jax_artifact_with_clamped_shapes_gather_scatter_and_cumsum():
+    # Recorded by JAX 0.10.2 (benchmarks/record_jax_exports.py record-symbolic): its output
+    # shapes hold min/max terms, which lamella reads back as it prints them.
+    data_dir = os.path.join(os.path.dirname(__file__), "data", "jax_exports")
+    with open(os.path.join(data_dir, "clamped_shapes.exported"), "rb") as f:
+        exp = export.deserialize(f.read())
+    assert [str(a.shape) for a in exp.out_avals] == [
+        "(min(b, 2), 4)", "(- min(b, 5) + b, 4)", "(max(0, - b + 10),)", "(2, 4)", "(b, 4)",
+        "(b, 4)"]
+    data = np.load(os.path.join(data_dir, "clamped_shapes.npz"))
+    for n in (1, 7):
+        outs = exp.call(data[f"arg0_b{n}"])
+        for i, out in enumerate(outs):
+            want = data[f"out{i}_b{n}"]
+            assert np.shape(out) == want.shape
+            np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
+
+
 def test_variable_found_from_a_linear_dimension():
     # No argument dimension is 'b' alone: b = (size - 2) // 2, and the size must fit.
     exp = export.export(lc.jit(lambda x: x.reshape(-1, 2).sum(1) * x.shape[0]))(
