@@ -131,6 +131,7 @@ def test_max_min_terms_print_and_simplify_as_jax():
     assert str(B - min_dim(B, 5)) == "- min(b, 5) + b"
     assert str(max_dim(0, 10 - B)) == "max(0, - b + 10)"
     assert str(min_dim(B, A) + A + B) == "min(b, a) + b + a"
+    assert str(min_dim(max_dim(A - 5, -3), -2 * A)) == "min(max(a - 5, - 3), - 2*a)"
     # decided ones are one of the operands
     assert min_dim(B, 1) == 1 and max_dim(B, 1) == B and max_dim(B, B + 1) == B + 1
     assert min_dim(B, B) == B and max_dim(3, 4) == 4 and type(min_dim(3, 4)) is int

@@ -64,7 +64,11 @@ _Term = tuple
 
 
 def _factor_str(f: _Factor) -> str:
-    return f if isinstance(f, str) else f"{f[0]}({f[1]}, {f[2]})"
+    return f if isinstance(f, str) else f"{f[0]}({_operand_str(f[1])}, {_operand_str(f[2])})"
+
+
+def _operand_str(e: DimSize) -> str:
+    return f"- {-e}" if type(e) is int and e < 0 else str(e)  # JAX's "max(a - 5, - 3)"
 
 
 def _term_str(term: _Term) -> str:
