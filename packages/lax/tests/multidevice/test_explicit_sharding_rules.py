@@ -512,6 +512,10 @@ CASES = {
     "negative_index": (lambda u: u[:, -1], [(X, ("x",))], ["float32[8@x]"], 19.429),
     "index_2d": (lambda u: u[np.array([[0, 1], [2, 3]])], [(X, (None, "y"))],
                  ["float32[2,2,4@y]"], 17.143),
+    "at_set_unsplit_values": (lambda u: u.at[IDX].set(1.0), [(X, (None, "y"))],
+                              ["float32[8,4@y]"], 71.142857),
+    "at_add_unsplit_values": (lambda u: u.at[:, IDX].add(1.0), [(X, ("x",))],
+                              ["float32[8@x,4]"], 94.857142),
     "vmap_gather": (lambda u, i: lc.vmap(lambda r, j: r[j])(u, i),
                     [(X, ("x",)), (np.arange(8, dtype=np.int32) % 4, ("x",))],
                     ["float32[8@x]"], 17.714),
@@ -560,3 +564,13 @@ def test_more_indexing_and_gradients(name):
         plain = _leaves(lc.jit(f)(*(v for v, _ in args)))
     for v, ref in zip(out, plain):
         np.testing.assert_allclose(np.asarray(v), np.asarray(ref), rtol=1e-5, atol=1e-5)
+
+
+def test_eager_at_update_keeps_the_layout():
+    out = put(X, None, "y").at[IDX].multiply(2.0)
+    assert str(lc.typeof(out)) == "float32[8,4@y]" and tuple(out.sharding.spec) == (None, "y")
+    expected = X.copy()
+    expected[IDX] *= 2
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-6)
+    with pytest.raises(ShardingTypeError, match=r"Use `\.at\[\.\.\.\]\.set/add/mul"):
+        put(X, "x").at[IDX].set(1.0)  # rows indexed into while split: JAX's error

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import types
 from typing import Any
 
 from lamella.core import batching
@@ -105,6 +106,33 @@ def unshard_dims(x: Any, dims: Any = None) -> Any:
     for d in range(len(spec)) if dims is None else dims:
         spec[d] = None
     return reshard(x, NamedSharding(aval.sharding.mesh, PartitionSpec(*spec)))
+
+
+def updates_like_gather(operand: Any, indices: Any, updates: Any,
+                        dimension_numbers: Any) -> Any:
+    """A scatter's `updates` laid out as the gather of `operand` at `indices` would be
+    (JAX's `x.at[...]` broadcasts its values so): unsplit values then fit a split
+    operand. Unchanged when `operand`'s type has no layout, or that gather has none."""
+    op, up, idx = aval_of(operand), aval_of(updates), aval_of(indices)
+    if getattr(op, "sharding", None) is None:
+        return updates
+    dn = dimension_numbers
+    windows = iter(up.shape[d] for d in dn.update_window_dims)
+    sizes = tuple(1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims
+                  else next(windows) for d in range(len(op.shape)))
+    gather = types.SimpleNamespace(
+        offset_dims=dn.update_window_dims, collapsed_slice_dims=dn.inserted_window_dims,
+        start_index_map=dn.scatter_dims_to_operand_dims,
+        operand_batching_dims=dn.operand_batching_dims,
+        start_indices_batching_dims=dn.scatter_indices_batching_dims)
+    try:
+        (spec,) = _gather_rule([spec_of(op), spec_of(idx)], [op, idx], [up],
+                               dimension_numbers=gather, slice_sizes=sizes)
+    except ShardingTypeError:  # the scatter's own rule gives JAX's error
+        return updates
+    if spec == spec_of(up):
+        return updates
+    return reshard(updates, NamedSharding(op.sharding.mesh, PartitionSpec(*spec)))
 
 
 def cotangent_layout(primal: ShapedArray, *others: Any) -> NamedSharding | None:

@@ -38,6 +38,7 @@ from lamella.core.shape_poly import DimExpr, dimension_as_value
 from lamella.core.trace import Tracer, aval_of
 from lamella.lax import runtime
 from lamella.lax.conversion import convert_element_type
+from lamella.lax.explicit_sharding import updates_like_gather
 from lamella.lax.indexing import GatherScatterMode
 from lamella.numpy import ufuncs
 from lamella.numpy.util import (
@@ -580,6 +581,7 @@ def _scatter(arr: Any, index: Any, values: Any, op: str, *, mode: Any,
         dnums = lax.ScatterDimensionNumbers(update_window_dims=plan.offset_dims,
                                             inserted_window_dims=plan.collapsed,
                                             scatter_dims_to_operand_dims=plan.index_map)
+        values = updates_like_gather(x_exp, plan.indices, values, dnums)
         out = scatter(x_exp, plan.indices, values, dnums, mode=scatter_mode,
                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
     return lax.reshape(out, aval.shape) if aval_of(out).shape != aval.shape else out
