@@ -574,3 +574,10 @@ def test_eager_at_update_keeps_the_layout():
     np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-6)
     with pytest.raises(ShardingTypeError, match=r"Use `\.at\[\.\.\.\]\.set/add/mul"):
         put(X, "x").at[IDX].set(1.0)  # rows indexed into while split: JAX's error
+
+
+def test_inverse_of_batch_split_matrices():
+    # JAX 0.10.2 raises here (its identities are unsplit); lamella lays them out as `a`
+    out = lc.jit(jnp.linalg.inv)(put(SPD, "x"))
+    assert str(lc.typeof(out)) == "float32[8@x,3,3]"
+    np.testing.assert_allclose(np.asarray(out), np.linalg.inv(SPD), rtol=1e-5, atol=1e-6)

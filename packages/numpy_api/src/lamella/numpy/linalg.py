@@ -24,6 +24,7 @@ from lamella import lax
 from lamella.core import custom_jvp, jit, stop_gradient
 from lamella.core import dtypes as core_dtypes
 from lamella.lax import linalg as lax_linalg
+from lamella.lax.explicit_sharding import like_sharding
 from lamella.numpy import ufuncs
 from lamella.numpy.dtypes import finfo, promote_dtypes, promote_dtypes_inexact
 from lamella.numpy.placement import check_out_sharding
@@ -601,7 +602,9 @@ def inv(a: Any) -> Any:
     a, = _inexact("inv", a)
     _check_matrix("inv", a, square=True)
     shape = _shape(a)
-    return _solve_matrices(a, _broadcast_to(_eye(shape[-1], dtype_of(a)), shape))
+    # the identities laid out as `a` (its batch split under an Explicit mesh)
+    return _solve_matrices(a, like_sharding(a, _broadcast_to(_eye(shape[-1], dtype_of(a)),
+                                                             shape)))
 
 
 @jit
