@@ -109,8 +109,16 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
         return zeros
     # Zeros of an explicitly sharded type are laid out as it says (JAX): a transpose
     # that updates them with a sharded cotangent (dynamic_slice's) needs equal layouts.
-    from lamella.core.sharding import sharding_constraint_p  # sharding imports this module
-    return sharding_constraint_p.bind(zeros, sharding=sharding)
+    return constrain_layout(zeros, sharding)
+
+
+def _no_layouts(value: Any, sharding: Any) -> Any:
+    raise RuntimeError("a sharded type met before lamella.core.sharding was imported")
+
+
+# Installed by lamella.core.sharding (which imports this module): (value, sharding) ->
+# the value laid out as the sharding says, a sharding constraint.
+constrain_layout: Callable[[Any, Any], Any] = _no_layouts
 
 
 def instantiate_zeros(tangent: Any) -> Any:

@@ -586,6 +586,7 @@ def _register_constraint_rules() -> None:
             else NamedSharding(sharding.mesh, PartitionSpec())
         return [sharding_constraint_p.bind(rules.instantiate_zeros(ct), sharding=back)]
     rules.deflinear2(sharding_constraint_p, transpose)
+    rules.constrain_layout = lambda x, sharding: sharding_constraint_p.bind(x, sharding=sharding)
 
     def batch(args, dims, *, sharding):
         (x,), (d,) = args, dims

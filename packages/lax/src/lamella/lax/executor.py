@@ -234,6 +234,21 @@ class LoweredProgram:
 _log = logging.getLogger("lamella")
 
 
+def _no_traced_put(x: Any, device: Any) -> Any:
+    raise RuntimeError("device_put under jit needs lamella.lax fully imported")
+
+
+# Installed by lamella.lax.explicit_sharding (which imports this module through
+# lax's primitives): `device_put(x, device)` while tracing.
+traced_device_put: Any = _no_traced_put
+
+
+def install_traced_device_put(put: Any) -> None:
+    """Sets what `device_put` does to a tracer (a reshard, or the identity)."""
+    global traced_device_put
+    traced_device_put = put
+
+
 @contextlib.contextmanager
 def _explicit(kind: str) -> Iterator[None]:
     """Marks this thread's transfers in the block as explicit, for jaxlib's transfer guards."""
@@ -424,7 +439,6 @@ class XlaExecutor(Executor):
         if device is None and isinstance(x, runtime.Array):
             return x
         if isinstance(x, Tracer):  # under jit: a reshard, or an identity to a device
-            from lamella.lax.explicit_sharding import traced_device_put  # it imports lax
             return traced_device_put(x, device)
         if isinstance(device, (NamedSharding, PartitionSpec)):
             return self._put_sharded(x, as_named(device, "device_put"), donate)

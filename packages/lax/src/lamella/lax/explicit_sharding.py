@@ -44,7 +44,7 @@ from lamella.core.sharding_rules import (
     typed_aval,
 )
 from lamella.core.trace import aval_of
-from lamella.lax import lowering
+from lamella.lax import executor, lowering
 from lamella.lax.lowering import hlo, ir
 from lamella.lax.manual_regions import manual_region_sharding
 from lamella.lax.standard import broadcast_batcher
@@ -562,6 +562,7 @@ def register_rules() -> None:
     """Registers lax's sharding rules, and the layout pinning of lowered programs
     once explicit sharding is first used."""
     explicit_sharding.when_enabled(lambda: lowering.install_layout_pinning(pin_typed_layouts))
+    executor.install_traced_device_put(traced_device_put)
     _register_sharding_rules()
 
 
