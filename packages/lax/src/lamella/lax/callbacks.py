@@ -42,7 +42,8 @@ from lamella.lax.lowering import LoweringRuleContext, aval_to_ir_type, hlo, ir, 
 from lamella.lax.manual_regions import once_per_subgroup
 from lamella.lax.runtime import Array, pytree_registry
 
-__all__ = ["CALLBACK_TARGETS", "DEVICE_ATTRIBUTE", "callback_target", "called_by_xla",
+__all__ = ["CALLBACK_TARGETS", "DEVICE_ATTRIBUTE", "callback_calls", "callback_target",
+           "called_by_xla",
            "emit_python_callback", "mark_device", "mark_manual", "run_calling_host",
            "waiting_for_callbacks"]
 
@@ -118,6 +119,24 @@ def callback_target(platform: str, partitioned: bool) -> str:
 CALLBACK_TARGETS = frozenset(_TARGETS.values()) | {
     t.replace("xla_ffi_", "xla_ffi_partitioned_") for t in _TARGETS.values()}
 """Every custom call target a host callback lowers to."""
+
+
+def callback_calls(operation: Any) -> list[Any]:
+    """The host callbacks' custom calls under `operation` (a module's, say), in every
+    function and region."""
+    found: list = []
+
+    def visit(op: Any) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner)
+        if op.name == "stablehlo.custom_call" and ir.StringAttr(
+                op.attributes["call_target_name"]).value in CALLBACK_TARGETS:
+            found.append(op)
+
+    visit(operation)
+    return found
 
 
 def constrain_layouts(call: Any) -> None:

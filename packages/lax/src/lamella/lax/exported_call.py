@@ -44,7 +44,7 @@ from lamella.core.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, 
 from lamella.core.trace import Tracer
 from lamella.core.tree_util import tree_leaves
 from lamella.lax import runtime, spmd_executor
-from lamella.lax.callbacks import CALLBACK_TARGETS
+from lamella.lax.callbacks import callback_calls
 from lamella.lax.lowering import (
     aval_to_ir_type,
     constant,
@@ -191,20 +191,10 @@ def _reindex_callbacks(sub: ir.Module, exported: Exported, module_context: Any) 
     offset = len(module_context.host_callbacks)
     module_context.host_callbacks.extend(callbacks)
     index_type = ir.IntegerType.get_unsigned(64)
-
-    def visit(op: Any) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    visit(inner)
-        if op.name == "stablehlo.custom_call" and ir.StringAttr(
-                op.attributes["call_target_name"]).value in CALLBACK_TARGETS:
-            config = ir.DictAttr(op.attributes["backend_config"])
-            index = ir.IntegerAttr(config["index"]).value
-            op.attributes["backend_config"] = ir.DictAttr.get(
-                {"index": ir.IntegerAttr.get(index_type, offset + index)})
-
-    visit(sub.operation)
+    for op in callback_calls(sub.operation):
+        index = ir.IntegerAttr(ir.DictAttr(op.attributes["backend_config"])["index"]).value
+        op.attributes["backend_config"] = ir.DictAttr.get(
+            {"index": ir.IntegerAttr.get(index_type, offset + index)})
 
 
 def _device_fields(lowered: Any, in_avals: Sequence[Any], out_avals: Sequence[Any],

@@ -36,7 +36,7 @@ from lamella.core.sharding import (
     sharding_constraint_p,
 )
 from lamella.lax import runtime
-from lamella.lax.callbacks import run_calling_host
+from lamella.lax.callbacks import callback_calls, run_calling_host
 from lamella.lax.lowering import LoweredModule, ir, lower_closed_jaxpr
 
 _meshes_of: dict[int, tuple[Any, tuple]] = {}
@@ -259,31 +259,13 @@ def annotate(lowered: LoweredModule, plan: Plan) -> None:
             _place_callbacks(module, plan.devices)
 
 
-def _callback_calls(module: Any) -> list[Any]:
-    """The host callbacks' custom calls in `module`, in every function and region."""
-    from lamella.lax.callbacks import CALLBACK_TARGETS
-    found: list = []
-
-    def visit(op: Any) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    visit(inner)
-        if op.name == "stablehlo.custom_call" and ir.StringAttr(
-                op.attributes["call_target_name"]).value in CALLBACK_TARGETS:
-            found.append(op)
-
-    visit(module.operation)
-    return found
-
-
 def _place_callbacks(module: Any, devices: tuple) -> None:
     """Host callbacks outside a manual region run once with whole values (as JAX's): on
     the device their `sharding=` names, else on the first; XLA gathers their operands
     there and spreads their results."""
     from lamella.lax.callbacks import DEVICE_ATTRIBUTE
     positions = {d.id: i for i, d in enumerate(devices)}
-    for op in _callback_calls(module):
+    for op in callback_calls(module.operation):
         position = 0
         if DEVICE_ATTRIBUTE in op.attributes:
             device = ir.IntegerAttr(op.attributes[DEVICE_ATTRIBUTE]).value
@@ -322,7 +304,7 @@ class _DeferredErrors:
     def __init__(self, module: Any, callbacks: list):
         from lamella.lax import mlir_context
         zeros: dict[int, list] = {}
-        for op in _callback_calls(module):
+        for op in callback_calls(module.operation):
             index = ir.IntegerAttr(ir.DictAttr(op.attributes["backend_config"])["index"]).value
             zeros[index] = [None if str(r.type) == "!stablehlo.token"
                             else mlir_context.shape_and_dtype(r.type) for r in op.results]
