@@ -378,6 +378,8 @@ class SpmdExecutable:
             raise TypeError(f"{self.name} takes {len(self.in_specs)} arguments, got {len(args)}")
         arrays = [self._place(i, a) for i, a in enumerate(args)]
         try:
+            if self.calls_host:
+                return _run_to_completion(self.xla_executable, arrays, self._handlers)
             return self.xla_executable.execute_sharded(arrays).consume_with_handlers(
                 self._handlers)
         except XlaRuntimeError:
@@ -479,3 +481,14 @@ install_array_methods({
 
 
 _arrays._gather_shards = gather  # see arrays._gather_shards
+
+
+def _run_to_completion(executable: Any, arrays: list, handlers: list) -> list:
+    """Runs a program that calls Python back and waits until every device has finished
+    it: its callbacks have all run when this returns, even where it has no results to
+    wait for (a program of `io_callback`s only)."""
+    results = executable.execute_sharded(arrays, with_tokens=True)
+    done = results.consume_token()
+    outs = results.consume_with_handlers(handlers)
+    done.block_until_ready()
+    return outs
