@@ -114,7 +114,7 @@ LEFT_OUT: dict[str, dict[str, str]] = {
                          "ShapePolyLoweringState"], DEBUGGING),
     },
     "jax.lax": dict.fromkeys(
-        ["pbroadcast", "pcast", "precv", "psend", "ragged_all_to_all", "ragged_all_to_all_p"],
+        ["pbroadcast", "precv", "psend", "ragged_all_to_all", "ragged_all_to_all_p"],
         PARALLELISM),
 }
 
