@@ -13,11 +13,12 @@ dtype or a short array as garbage). Callbacks with effects are marked
 
 An exception in a callback stops the program, and the caller gets XLA's runtime
 error (`lamella.core.errors.JaxRuntimeError`) with the callback's traceback in its
-text, as in JAX. A program whose callbacks have effects is waited for
-(`run_calling_host` for a program's first runs, from Python, and
-`waiting_for_callbacks` around the C++ dispatcher of later ones), so the callbacks
-of one call have all run when it returns and successive calls call back in order;
-`pure_callback` has no effects, and its programs run from C++ like any other.
+text, as in JAX. A program that calls back is waited for when it runs from Python
+(the runtime's executables wait for its execution to finish), and one whose
+callbacks have effects also when it runs from C++ (`waiting_for_callbacks` around
+the dispatcher), so the callbacks of one call have all run when it returns and
+successive calls call back in order; `pure_callback` has no effects, and its
+programs run from C++ like any other.
 
 >>> import numpy as np
 >>> import lamella.core as lc
@@ -43,9 +44,8 @@ from lamella.lax.manual_regions import once_per_subgroup
 from lamella.lax.runtime import Array, pytree_registry
 
 __all__ = ["CALLBACK_TARGETS", "DEVICE_ATTRIBUTE", "callback_calls", "callback_target",
-           "called_by_xla",
-           "emit_python_callback", "mark_device", "mark_manual", "run_calling_host",
-           "waiting_for_callbacks"]
+           "called_by_xla", "each_result_sharding", "emit_python_callback", "mark_device",
+           "mark_manual", "waiting_for_callbacks"]
 
 _TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback"}
 
@@ -175,26 +175,16 @@ def mark_manual(module: Any, call: Any) -> None:
     part (as JAX's): XLA must not place it itself."""
     if module.axis_context is None:
         return
-    count = len(call.results)
-    text = "{manual}" if count <= 1 else "{" + ", ".join(["{manual}"] * count) + "}"
-    call.attributes["mhlo.sharding"] = ir.StringAttr.get(text)
+    call.attributes["mhlo.sharding"] = ir.StringAttr.get(
+        each_result_sharding("{manual}", len(call.results)))
 
 
-def _wait(outs: Sequence[Any]) -> None:
-    for out in outs:
-        wait = getattr(out, "block_until_ready", None)
-        if wait is not None:
-            wait()
+def each_result_sharding(one: str, count: int) -> str:
+    """The sharding (HloSharding text) of an op whose `count` results each have `one`."""
+    return one if count <= 1 else "{" + ", ".join([one] * count) + "}"
 
 
 _wait_all = _jax.batched_block_until_ready
-
-
-def run_calling_host(executable: Callable[..., list], args: Sequence[Any]) -> list:
-    """Runs a program with host callbacks to completion."""
-    outs = executable(*args)
-    _wait(outs)
-    return outs
 
 
 def waiting_for_callbacks(dispatcher: Callable[..., Any]) -> Callable[..., Any]:

@@ -31,7 +31,7 @@ from lamella.core.sharding import NamedSharding, PartitionSpec, as_named
 from lamella.core.staging import trace_to_jaxpr
 from lamella.core.trace import Tracer, aval_of, current_trace, eval_trace
 from lamella.lax import compilation_cache, debug_nans, runtime, spmd_executor
-from lamella.lax.callbacks import run_calling_host, waiting_for_callbacks
+from lamella.lax.callbacks import waiting_for_callbacks
 from lamella.lax.lowering import LoweredModule, lower_closed_jaxpr
 from lamella.lax.tokens import AbstractToken, Token
 
@@ -181,10 +181,7 @@ class CompiledProgram:
                 args[i] = np.zeros(np.shape(args[i]), bool)
             for i in self._token_in:
                 args[i] = np.zeros(0, bool)
-        if self.calls_host:
-            outs = run_calling_host(self.executable, args)
-        else:
-            outs = self.executable(*args)
+        outs = self.executable(*args)
         for i in self._float0_out:
             outs[i] = np.zeros(outs[i].shape, dtypes.float0)
         for i in self._token_out:

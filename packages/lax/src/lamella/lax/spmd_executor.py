@@ -36,7 +36,7 @@ from lamella.core.sharding import (
     sharding_constraint_p,
 )
 from lamella.lax import runtime
-from lamella.lax.callbacks import callback_calls, run_calling_host
+from lamella.lax.callbacks import callback_calls, each_result_sharding
 from lamella.lax.lowering import LoweredModule, ir, lower_closed_jaxpr
 
 _meshes_of: dict[int, tuple[Any, tuple]] = {}
@@ -243,16 +243,10 @@ def annotate(lowered: LoweredModule, plan: Plan) -> None:
         for d, s in zip(attrs, plan.in_shardings):
             d["mhlo.sharding"] = ir.StringAttr.get(str(s._hlo_sharding))
         main.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in attrs])
-        results = main.type.results
-        if plan.out_layouts and len(results) == len(lowered.out_avals):
-            if "res_attrs" in main.attributes:
-                out_attrs = [{a.name: a.attr for a in d} for d in map(ir.DictAttr, main.res_attrs)]
-            else:
-                out_attrs = [{} for _ in results]
-            for i, named in plan.out_layouts.items():
-                out_attrs[i]["mhlo.sharding"] = ir.StringAttr.get(
-                    named.hlo_sharding_text(len(lowered.out_avals[i].shape)))
-            main.res_attrs = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in out_attrs])
+        if plan.out_layouts and len(main.type.results) == len(lowered.out_avals):
+            _set_result_shardings(main, {
+                i: named.hlo_sharding_text(len(lowered.out_avals[i].shape))
+                for i, named in plan.out_layouts.items()})
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(32), len(plan.devices))
         if lowered.host_callbacks:
@@ -274,23 +268,26 @@ def _place_callbacks(module: Any, devices: tuple) -> None:
                                  f"not among the program's devices {sorted(positions)}")
             position = positions[device]
         if "mhlo.sharding" not in op.attributes:
-            one = f"{{maximal device={position}}}"
-            count = len(op.results)
             op.attributes["mhlo.sharding"] = ir.StringAttr.get(
-                one if count <= 1 else "{" + ", ".join([one] * count) + "}")
+                each_result_sharding(f"{{maximal device={position}}}", len(op.results)))
 
 
 def _replicate_results(module: Any, positions: list[int]) -> None:
     """Marks those results of `module`'s main replicated."""
     from lamella.lax import mlir_context
-    main = mlir_context.main_function(module)
     with module.context:
-        count = len(main.type.results)
-        attrs = [{a.name: a.attr for a in ir.DictAttr(d)} for d in main.res_attrs] \
-            if "res_attrs" in main.attributes else [{} for _ in range(count)]
-        for i in positions:
-            attrs[i]["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
-        main.res_attrs = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in attrs])
+        _set_result_shardings(mlir_context.main_function(module),
+                              dict.fromkeys(positions, "{replicated}"))
+
+
+def _set_result_shardings(main: Any, texts: dict[int, str]) -> None:
+    """Sets the `mhlo.sharding` of `main`'s results `texts` names (HloSharding texts),
+    keeping their other attributes."""
+    attrs = [{a.name: a.attr for a in d} for d in map(ir.DictAttr, main.res_attrs)] \
+        if "res_attrs" in main.attributes else [{} for _ in main.type.results]
+    for i, text in texts.items():
+        attrs[i]["mhlo.sharding"] = ir.StringAttr.get(text)
+    main.res_attrs = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in attrs])
 
 
 class _DeferredErrors:
@@ -381,7 +378,7 @@ class SpmdProgram:
         if self.calls_host:
             # One call at a time: a callback's kept exception belongs to the call running.
             with self._deferred.lock:
-                outs = run_calling_host(self.executable, args)
+                outs = self.executable(*args)
                 self._deferred.raise_first()
             return outs
         return self.executable(*args)

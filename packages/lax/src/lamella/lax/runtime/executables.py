@@ -69,6 +69,7 @@ class Executable:
         "_sharding",
         "_in_specs",
         "_handlers",
+        "calls_host",
     )
 
     def __init__(
@@ -80,8 +81,10 @@ class Executable:
         out_avals: list[Any],
         donated_args: tuple[int, ...],
         committed: bool,
+        calls_host: bool = False,
     ):
         self.xla_executable = xla_executable
+        self.calls_host = calls_host  # waited for to completion (see run_to_completion)
         self.device = device
         self.name = name
         self.in_avals = [make_aval(shape, dtype, False) for shape, dtype in in_specs]
@@ -115,6 +118,8 @@ class Executable:
                 if aval.shape != specs[i][0] or aval.dtype != specs[i][1]:
                     arrays[i] = self._prepare(i, a)
         try:
+            if self.calls_host:
+                return run_to_completion(self.xla_executable, arrays, self._handlers)
             return self.xla_executable.execute_sharded(arrays).consume_with_handlers(self._handlers)
         except XlaRuntimeError as err:
             # Checked only after a failure, so that healthy calls pay nothing.
@@ -307,5 +312,17 @@ def compile(
             host_callbacks=list(host_callbacks),
         )
     return Executable(
-        loaded, target, _module_name(module), in_specs, avals, donated, device is not None
+        loaded, target, _module_name(module), in_specs, avals, donated, device is not None,
+        calls_host=bool(host_callbacks),
     )
+
+
+def run_to_completion(executable: Any, arrays: list, handlers: list) -> list:
+    """Runs a program that calls Python back and waits until every device has finished
+    it: its callbacks have all run when this returns, even where it has no results to
+    wait for (a program of `io_callback`s only)."""
+    results = executable.execute_sharded(arrays, with_tokens=True)
+    done = results.consume_token()
+    outs = results.consume_with_handlers(handlers)
+    done.block_until_ready()
+    return outs

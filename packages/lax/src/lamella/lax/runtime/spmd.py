@@ -51,6 +51,7 @@ from lamella.lax.runtime.backends import (
     make_aval,
     sharding_for,
 )
+from lamella.lax.runtime.executables import run_to_completion
 from lamella.lax.runtime.fast_path import FastPathData, register_placement
 
 
@@ -379,7 +380,7 @@ class SpmdExecutable:
         arrays = [self._place(i, a) for i, a in enumerate(args)]
         try:
             if self.calls_host:
-                return _run_to_completion(self.xla_executable, arrays, self._handlers)
+                return run_to_completion(self.xla_executable, arrays, self._handlers)
             return self.xla_executable.execute_sharded(arrays).consume_with_handlers(
                 self._handlers)
         except XlaRuntimeError:
@@ -481,14 +482,3 @@ install_array_methods({
 
 
 _arrays._gather_shards = gather  # see arrays._gather_shards
-
-
-def _run_to_completion(executable: Any, arrays: list, handlers: list) -> list:
-    """Runs a program that calls Python back and waits until every device has finished
-    it: its callbacks have all run when this returns, even where it has no results to
-    wait for (a program of `io_callback`s only)."""
-    results = executable.execute_sharded(arrays, with_tokens=True)
-    done = results.consume_token()
-    outs = results.consume_with_handlers(handlers)
-    done.block_until_ready()
-    return outs
