@@ -131,13 +131,13 @@ class StagingTrace(Trace):
                   for x in args]
         source = user_frame(2)
         rule = primitive._abstract_eval or primitive.abstract_eval
+        in_avals = [v.aval for v in invars]
         try:
-            out = rule(*[v.aval for v in invars], **params)
+            out = rule(*in_avals, **params)
             if _propagate_shardings is not None:  # explicit sharding is in use
-                out = _propagate_shardings(primitive, [v.aval for v in invars], out, params)
+                out = _propagate_shardings(primitive, in_avals, out, params)
             if manual_axes_typing.propagate is not None:  # inside a shard_map body
-                out = manual_axes_typing.propagate(primitive, [v.aval for v in invars], out,
-                                                   params)
+                out = manual_axes_typing.propagate(primitive, in_avals, out, params)
         except (TypeError, ValueError) as e:
             raise _with_location(e, primitive, source) from None
         effects = effects_of(primitive, params)
